@@ -1,0 +1,33 @@
+# Thin front door; the build itself is CMake.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+POOL_PAGES ?= 96
+
+.PHONY: all setup build test demo bench stress fuzz test-asan clean install
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Reserves a small hugetlbfs pool when root (tests force pool:4k/thp themselves to cover the fallback).
+test: build
+	@bash scripts/pool.sh reserve $(POOL_PAGES)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+demo: build
+	@bash scripts/pool.sh reserve 512
+	$(BUILD)/tlbbench --demo
+
+bench: build
+	@bash scripts/pool.sh reserve 512
+	$(BUILD)/tlbbench --full
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tlbpack builds, tests and benchmarks with, if any is missing.
+# Safe to run again: it does nothing when everything is present.
+set -u
+PKGS=(
+  build-essential cmake pkg-config clang libclang-rt-14-dev
+  libhugetlbfs-dev libhugetlbfs-bin libnuma-dev numactl
+  libcriterion-dev
+  libjemalloc2 libjemalloc-dev libtcmalloc-minimal4 libmimalloc2.0
+  gnuplot-nox valgrind sqlite3 git python3 g++
+  libpython3.11-testsuite redis-server redis-tools
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "setup: missing packages: ${missing[*]}" >&2
+  echo "setup: not root, so not installing them; run as root or: sudo apt-get install ${missing[*]}" >&2
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null 2>&1 || apt-get update
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || {
+  echo "setup: apt-get install failed for: ${missing[*]}" >&2; exit 1; }
+# redis-server's package starts a system instance; our tests start their own on loopback.
+if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server >/dev/null 2>&1 || true; fi
+exit 0

@@ -29,5 +29,20 @@ bench: build
 	@bash scripts/pool.sh reserve 512
 	$(BUILD)/tlbbench --full
 
+# Longer reliability runs, the fuzzers, and a sanitizer build; each is one script.
+stress: build
+	@bash scripts/pool.sh reserve $(POOL_PAGES)
+	bash scripts/stress.sh
+
+fuzz:
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+test-asan: setup
+	bash scripts/test-asan.sh
+
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
 clean:
 	rm -rf $(BUILD)

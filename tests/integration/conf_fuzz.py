@@ -39,7 +39,7 @@ def check_basic(conf, rc, out, err):
         return "program output changed: %r" % out[:200]
     if not is_tlbpack:
         return None
-    bad = [l for l in err.splitlines() if not l.startswith("tlbpack: ")]
+    bad = [l for l in err.split("\n") if l and not l.startswith("tlbpack: ")]
     if bad:
         return "stderr line not from tlbpack: %r" % bad[0][:200]
     return None
@@ -72,6 +72,8 @@ cases = [
     ("stats:1,bogus:2", 1, "bogus", True),
     ("pool:4k,stats:1,nonsense:3", 1, "nonsense", True),
     ("bogus" + LONG + ":1", 1, "bogus", False),
+    ("bo\ngus:1", 1, "bo", False),  # a newline in the input must not split the warning line
+    ("pool:4k\r\n", 1, "pool", False),
     ("pool:" + LONG, 1, "pool", False),
     ("regions:" + tmp + "/no/such/dir/regions.txt", None, None, False),  # at exit: a warning or error line, no crash
 ]

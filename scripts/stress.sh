@@ -39,6 +39,7 @@ run stress_threads        bash $it/run_prog.sh stats it_stress_threads 8 "$ops" 
 [ -x "$TP_BUILD_DIR/it_stress_direct" ] &&
 run stress_threads_direct "$TP_BUILD_DIR/it_stress_direct" 8 $((ops / 2)) "$seed"
 run fork_busy_threads     bash $it/run_prog.sh plain it_fork_threads 1000 4
+run fork_empty_pool       bash $it/run_prog.sh plain it_fork_threads 200 4 0
 run signals               bash $it/run_prog.sh plain it_signals 8 $((ops / 2))
 run exit_handlers         bash $it/run_prog.sh exit it_exit_alloc 256
 run aslimit_256m          bash $it/run_prog.sh aslimit it_aslimit 256

@@ -4,7 +4,12 @@
  * same and exits 42. A child that hangs (allocator lock held across fork) is killed by its own
  * alarm and fails the run.
  *
- * usage: fork_threads [FORKS [BUSY_THREADS]]
+ * With KEEP given, the program first takes all but KEEP free pages of the hugetlbfs pool (mmap
+ * MAP_HUGETLB, not through malloc) so that children fork from a heap on huge pages while the
+ * pool is nearly empty: copy-on-write of a private huge page then needs a page the pool may not
+ * have (the kernel sends SIGBUS), which the allocator must avoid. Exit 77 without a pool.
+ *
+ * usage: fork_threads [FORKS [BUSY_THREADS [KEEP]]]
  */
 #include "tp_shim.h"
 #include <errno.h>
@@ -12,6 +17,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,8 +73,34 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--exec-child") == 0) return child_body() == 0 ? 42 : 1;
   int forks = argc > 1 ? atoi(argv[1]) : 100;
   int nbusy = argc > 2 ? atoi(argv[2]) : 4;
+  long keep = argc > 3 ? atol(argv[3]) : -1;
+  if (keep >= 0) {
+    long free_pages = -1;
+    char line[256];
+    FILE *mi = fopen("/proc/meminfo", "r");
+    while (mi && fgets(line, sizeof line, mi))
+      if (strncmp(line, "HugePages_Free:", 15) == 0) free_pages = atol(line + 15);
+    if (mi) fclose(mi);
+    if (free_pages < keep + 8) {
+      printf("fork_threads: SKIP: needs a hugetlbfs pool of at least %ld free pages, have %ld\n", keep + 8, free_pages);
+      return 77;
+    }
+    /* Let the heap take its first huge pages from the pool, then take the rest. */
+    void *warm[8];
+    for (int i = 0; i < 8; i++) { warm[i] = malloc(3 << 20); memset(warm[i], 1, 3 << 20); }
+    for (int i = 0; i < 8; i++) free(warm[i]);
+    mi = fopen("/proc/meminfo", "r");
+    while (mi && fgets(line, sizeof line, mi))
+      if (strncmp(line, "HugePages_Free:", 15) == 0) free_pages = atol(line + 15);
+    if (mi) fclose(mi);
+    size_t hold = free_pages > keep ? (size_t)(free_pages - keep) << 21 : 0;
+    if (hold && mmap(NULL, hold, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
+                     -1, 0) == MAP_FAILED)
+      T_DIE("fork_threads: could not take %zu huge pages: %s", hold >> 21, strerror(errno));
+    printf("fork_threads: hugetlbfs pool: %ld free pages, holding all but %ld\n", free_pages, keep);
+  }
   if (forks < 1 || nbusy < 0 || nbusy > 64) {
-    fprintf(stderr, "usage: fork_threads [FORKS >= 1 [BUSY_THREADS 0..64]]\n");
+    fprintf(stderr, "usage: fork_threads [FORKS >= 1 [BUSY_THREADS 0..64 [KEEP_FREE_HUGE_PAGES]]]\n");
     return 2;
   }
   pthread_t t[64];

@@ -5,7 +5,8 @@
 #
 # Environment: BUILD (build dir, default build), TP_LIB (library to preload, default
 # BUILD/libtlbpack.so), STRESS_OPS (operations per thread for stress_threads, default 2000000),
-# STRESS_SEED (seed for the randomized runs, default: from the clock, printed).
+# STRESS_SEED (seed for the randomized runs, default: from the clock, printed), STRESS_TIMEOUT
+# (seconds allowed to each run, default 1800; a hung run counts as failed).
 set -u
 cd "$(dirname "$0")/.."
 export TP_SRC_DIR=$PWD
@@ -23,7 +24,7 @@ pass=0 fail=0 skip=0 failed=()
 run() {  # run NAME CMD...
   local name=$1; shift
   local t0=$SECONDS rc
-  "$@" >"$log_dir/$name.log" 2>&1
+  timeout -k 10 "${STRESS_TIMEOUT:-1800}" "$@" >"$log_dir/$name.log" 2>&1
   rc=$?
   local summary
   summary=$(grep -E 'PASS|SKIP|FAIL|^stress_threads: ops|fork_threads: [0-9]|signals: [0-9]|cpython_suite: (under|without)|requests/s|aslimit: [0-9]|hugepool: after|conf_fuzz: [0-9]' "$log_dir/$name.log" | tail -6)

@@ -1,0 +1,89 @@
+/* Replacement policies, as a table of function pointers (ts_policy_t).
+ *
+ * Contract: a set is `ways` keys; TS_INVALID marks an empty way; a fill always uses an empty
+ * way when there is one. The policy may reorder keys inside a set (LRU keeps them
+ * most-recent-first so that the inlined lookup hits way 0 without calling the policy).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* ---- LRU: keys ordered most recent first --------------------------------------------- */
+static void lru_hit(ts_array_t *a, uint64_t *set, uint32_t si, uint32_t w) {
+  (void)a; (void)si;
+  uint64_t k = set[w];
+  memmove(set + 1, set, w * sizeof *set);
+  set[0] = k;
+}
+static void lru_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
+  (void)si;
+  uint32_t v = a->ways - 1;
+  for (uint32_t w = 0; w < a->ways; w++)
+    if (set[w] == TS_INVALID) { v = w; break; }
+  memmove(set + 1, set, v * sizeof *set);
+  set[0] = key;
+}
+
+/* ---- tree-PLRU: ways-1 bits per set, a bit says which half was used less recently ---- */
+/* Node n has children 2n+1, 2n+2; leaves are the ways. Bit set = go right for the victim. */
+static void plru_touch(ts_array_t *a, uint32_t si, uint32_t w) {
+  uint64_t bits = a->meta[si];
+  uint32_t node = 0, lo = 0, span = a->ways;
+  while (span > 1) {
+    span >>= 1;
+    if (w < lo + span) { bits |= 1ull << node; node = 2 * node + 1; }       /* used left: victim right */
+    else { bits &= ~(1ull << node); lo += span; node = 2 * node + 2; }
+  }
+  a->meta[si] = bits;
+}
+static void plru_hit(ts_array_t *a, uint64_t *set, uint32_t si, uint32_t w) {
+  (void)set;
+  plru_touch(a, si, w);
+}
+static void plru_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
+  uint32_t v = a->ways;
+  for (uint32_t w = 0; w < a->ways; w++)
+    if (set[w] == TS_INVALID) { v = w; break; }
+  if (v == a->ways) {
+    uint64_t bits = a->meta[si];
+    uint32_t node = 0, lo = 0, span = a->ways;
+    while (span > 1) {
+      span >>= 1;
+      if (bits & (1ull << node)) { lo += span; node = 2 * node + 2; }
+      else node = 2 * node + 1;
+    }
+    v = lo;
+  }
+  set[v] = key;
+  plru_touch(a, si, v);
+}
+
+/* ---- random: seeded xorshift64*, reproducible run to run ----------------------------- */
+static void rnd_hit(ts_array_t *a, uint64_t *set, uint32_t si, uint32_t w) {
+  (void)a; (void)set; (void)si; (void)w;
+}
+static uint64_t rnd_next(ts_array_t *a) {
+  uint64_t x = a->rng;
+  x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+  a->rng = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+static void rnd_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
+  (void)si;
+  for (uint32_t w = 0; w < a->ways; w++)
+    if (set[w] == TS_INVALID) { set[w] = key; return; }
+  set[(rnd_next(a) >> 32) % a->ways] = key;
+}
+
+const ts_policy_t _ts_policies[TS_NPOLICIES] = {
+    [TS_POL_LRU] = {"lru", lru_hit, lru_fill},
+    [TS_POL_PLRU] = {"tree-plru", plru_hit, plru_fill},
+    [TS_POL_RANDOM] = {"random", rnd_hit, rnd_fill},
+};
+
+int _ts_policy_parse(const char *s) {
+  if (!strcmp(s, "lru")) return TS_POL_LRU;
+  if (!strcmp(s, "tree-plru") || !strcmp(s, "plru")) return TS_POL_PLRU;
+  if (!strcmp(s, "random")) return TS_POL_RANDOM;
+  return -1;
+}

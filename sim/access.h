@@ -12,20 +12,25 @@ void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int instr, int ps);
 
 /* One page touched by a demand access. ps: the guest/native page size; the TLB holds the
  * smaller of it and the host page size in a nested setup. */
-static inline void _ts_touch(ts_sim_t *s, uint64_t va, int instr, int ps) {
+static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_t va, int instr, int ps) {
   int tps = ps;
   if (TS_UNLIKELY(s->cfg.nested) && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
+  if (key == s->last_key[instr]) {
+    s->st.l1_hits++;
+    return;
+  }
   ts_array_t *a = s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
   if (TS_LIKELY(a != NULL) && _ts_array_lookup(a, page, key)) {
     s->st.l1_hits++;
+    s->last_key[instr] = key;
     return;
   }
   _ts_l1_miss(s, va, instr, ps, tps, page, key, false);
 }
 
-static inline void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
+static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
   if (TS_UNLIKELY(!s->started)) _ts_start(s);
   uint64_t mask = (1ull << (12 + 9 * s->cfg.levels)) - 1, va = addr & mask;
   int ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
@@ -37,7 +42,6 @@ static inline void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, 
   case 'P': s->st.prefetches++; _ts_prefetch(s, va, ps); return;
   default: return;
   }
-  s->st.accesses++;
   uint64_t last = va + (size ? size - 1 : 0);
   if (last > mask || last < va) last = mask;
   unsigned sh = _ts_shift(ps);

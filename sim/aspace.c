@@ -248,6 +248,7 @@ int ts_context_switch(ts_sim_t *s, uint64_t asid) {
   int64_t id = space_id(as, asid);
   if (id < 0) return -1;
   s->st.context_switches++;
+  s->last_key[0] = s->last_key[1] = TS_INVALID;
   as->cur_asid = asid;
   as->cur_space = (uint32_t)id;
   if (s->cfg.asid_mode == TS_ASID_FLUSH) {

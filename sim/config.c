@@ -132,7 +132,8 @@ int ts_config_preset(ts_config_t *c, const char *name) {
 /* ---- --set ----------------------------------------------------------------------------- */
 
 static const char keys_help[] =
-    "  T.entries, T.ways        main array of TLB T (ways=0: fully associative; entries=0: none)\n"
+    "  T.entries, T.ways        main array of TLB T (ways=0: fully associative;\n"
+    "                           entries=0: no TLB T at all)\n"
     "  T.2m.entries, T.2m.ways  separate 2M array (likewise T.1g.*)\n"
     "  T.sizes=4k,2m,1g         page sizes the main array holds\n"
     "  T.policy=lru|tree-plru|random\n"
@@ -211,7 +212,11 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
   if (t >= 0) {
     ts_tlb_cfg_t *tc = &c->tlb[t];
     const char *f = dot + 1;
-    if (!strcmp(f, "entries")) { U32(TS_MAX_ENTRIES, tc->main.entries); return 0; }
+    if (!strcmp(f, "entries")) {   /* 0: no such TLB at all, huge-page arrays included */
+      U32(TS_MAX_ENTRIES, tc->main.entries);
+      if (!u) memset(tc->huge, 0, sizeof tc->huge);
+      return 0;
+    }
     if (!strcmp(f, "ways")) { U32(TS_MAX_ENTRIES, tc->main.ways); return 0; }
     if (!strcmp(f, "sizes")) {
       if (parse_sizes(v, &tc->sizes)) BAD("--set %s: expected page sizes like 4k,2m,1g, got '%s'", key, v);

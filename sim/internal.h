@@ -40,10 +40,10 @@ extern const ts_policy_t _ts_policies[TS_NPOLICIES];
 int _ts_policy_parse(const char *s);   /* lru | tree-plru | plru | random -> TS_POL_* or -1 */
 
 /* ---- set-associative array ------------------------------------------------------------ */
-/* An entry's key: page number << 14 | page-size code << 12 | ASID slot. LRU keeps each set in
- * most-recent-first order, so the common hit (way 0) costs one compare. */
+/* An entry's key: page number << 14 | page-size code << 12 | ASID slot. */
 typedef struct ts_array_s {
   uint64_t *keys;         /* sets * ways */
+  uint64_t *stamp;        /* LRU: last use of each entry (a per-array clock) */
   uint64_t *meta;         /* per-set policy state (tree-PLRU bits) */
   uint32_t sets, ways;
   uint64_t set_mask;      /* sets - 1 when sets is a power of two */
@@ -51,6 +51,7 @@ typedef struct ts_array_s {
   uint8_t policy;
   const ts_policy_t *pol;
   uint64_t rng;           /* random policy state */
+  uint64_t clock;         /* LRU */
 } ts_array_t;
 
 int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, uint64_t seed,
@@ -65,18 +66,19 @@ static inline uint64_t _ts_key(uint64_t page, int ps, uint32_t slot) {
 static inline uint32_t _ts_set_index(const ts_array_t *a, uint64_t page) {
   return a->pow2 ? (uint32_t)(page & a->set_mask) : (uint32_t)(page % a->sets);
 }
-/* Looks key up; on a hit updates the policy state. The inlined hot path. */
-static inline bool _ts_array_lookup(ts_array_t *a, uint64_t page, uint64_t key) {
+/* Looks key up; on a hit updates the policy state. The inlined hot path: the compare loop has
+ * no early exit (branch-free for small sets) and LRU's update is inline; other policies are
+ * called through the table. */
+static inline __attribute__((always_inline)) bool _ts_array_lookup(ts_array_t *a, uint64_t page, uint64_t key) {
   uint32_t si = _ts_set_index(a, page);
-  uint64_t *set = a->keys + (size_t)si * a->ways;
-  if (TS_LIKELY(set[0] == key)) {
-    if (a->policy != TS_POL_LRU) a->pol->hit(a, set, si, 0);
-    return true;
-  }
-  for (uint32_t w = 1; w < a->ways; w++) {
-    if (set[w] == key) { a->pol->hit(a, set, si, w); return true; }
-  }
-  return false;
+  size_t base = (size_t)si * a->ways;
+  const uint64_t *set = a->keys + base;
+  int f = -1;
+  for (uint32_t w = 0; w < a->ways; w++) f = set[w] == key ? (int)w : f;
+  if (f < 0) return false;
+  if (TS_LIKELY(a->policy == TS_POL_LRU)) a->stamp[base + (uint32_t)f] = ++a->clock;
+  else a->pol->hit(a, a->keys + base, si, (uint32_t)f);
+  return true;
 }
 static inline void _ts_array_fill(ts_array_t *a, uint64_t page, uint64_t key) {
   uint32_t si = _ts_set_index(a, page);
@@ -163,6 +165,10 @@ struct ts_sim_s {
   bool started;
   ts_aspace_t as;
   ts_hset_t touched;        /* distinct pages and page-table directories (footprint keys) */
+  /* The key of the last lookup in each L1 TLB ([0] data, [1] instructions). It is in the TLB
+   * and most recent in its set, so a repeat is a hit that changes no policy state (for every
+   * policy). Reset by flushes. */
+  uint64_t last_key[2];
   ts_stats_t st;
 };
 

@@ -1,27 +1,30 @@
 /* Replacement policies, as a table of function pointers (ts_policy_t).
  *
  * Contract: a set is `ways` keys; TS_INVALID marks an empty way; a fill always uses an empty
- * way when there is one. The policy may reorder keys inside a set (LRU keeps them
- * most-recent-first so that the inlined lookup hits way 0 without calling the policy).
+ * way when there is one.
  */
 #include "internal.h"
 
 #include <string.h>
 
-/* ---- LRU: keys ordered most recent first --------------------------------------------- */
+/* ---- LRU: a last-use stamp per entry; the hit update is inlined in internal.h --------- */
 static void lru_hit(ts_array_t *a, uint64_t *set, uint32_t si, uint32_t w) {
-  (void)a; (void)si;
-  uint64_t k = set[w];
-  memmove(set + 1, set, w * sizeof *set);
-  set[0] = k;
+  a->stamp[(size_t)(set - a->keys) + w] = ++a->clock;
+  (void)si;
 }
+/* Empty entries have stamp 0 (flushes clear it), so the victim is the smallest stamp. */
 static void lru_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
   (void)si;
-  uint32_t v = a->ways - 1;
-  for (uint32_t w = 0; w < a->ways; w++)
-    if (set[w] == TS_INVALID) { v = w; break; }
-  memmove(set + 1, set, v * sizeof *set);
-  set[0] = key;
+  uint64_t *st = a->stamp + (set - a->keys);
+  uint32_t v = 0;
+  uint64_t m = st[0];
+  for (uint32_t w = 1; w < a->ways; w++) {
+    bool lt = st[w] < m;
+    m = lt ? st[w] : m;
+    v = lt ? w : v;
+  }
+  set[v] = key;
+  st[v] = ++a->clock;
 }
 
 /* ---- tree-PLRU: ways-1 bits per set, a bit says which half was used less recently ---- */

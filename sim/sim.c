@@ -27,6 +27,7 @@ ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
     goto fail;
   }
   s->pm.dflt = cfg->page_size;
+  s->last_key[0] = s->last_key[1] = TS_INVALID;
   s->uniform = true;
   return s;
 fail:
@@ -96,6 +97,7 @@ TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tp
     if (b && _ts_array_lookup(b, page, key)) {
       if (!prefetch) st->l2_hits++;
       if (a) _ts_array_fill(a, page, key);
+      s->last_key[instr] = a ? key : TS_INVALID;
       return;
     }
     if (!prefetch) st->l2_misses++;
@@ -113,6 +115,7 @@ TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tp
   _ts_footprint_touch(s, va, ps);
   if (b) _ts_array_fill(b, page, key);
   if (a) _ts_array_fill(a, page, key);
+  s->last_key[instr] = a ? key : TS_INVALID;
 }
 
 TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
@@ -121,8 +124,9 @@ TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
   ts_array_t *a = s->tlb[TS_L1D].by_size[tps];
-  if (a && _ts_array_lookup(a, page, key)) {
+  if (key == s->last_key[0] || (a && _ts_array_lookup(a, page, key))) {
     s->st.prefetch_hits++;
+    s->last_key[0] = key;
     return;
   }
   _ts_l1_miss(s, va, 0, ps, tps, page, key, true);
@@ -146,6 +150,7 @@ void ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
 const ts_stats_t *ts_sim_stats(ts_sim_t *s) {
   if (!s->started) _ts_start(s);
   ts_stats_t *st = &s->st;
+  st->accesses = st->reads + st->writes + st->ifetches;
   st->est_walk_cycles = (st->l2_hits + st->l2_misses) * s->cfg.lat_l2 +
                         st->walks * s->cfg.lat_walk + st->walk_mem_refs * s->cfg.lat_ref;
   if (!s->uniform) _ts_pagemap_pt_pages(&s->pm, s->cfg.levels, st->mapped_pt_pages);

@@ -23,7 +23,8 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
   a->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
   a->keys = malloc((size_t)entries * sizeof *a->keys);
   a->meta = calloc(a->sets, sizeof *a->meta);
-  if (!a->keys || !a->meta) {
+  a->stamp = calloc(entries, sizeof *a->stamp);
+  if (!a->keys || !a->meta || !a->stamp) {
     _ts_array_free(a);
     _ts_err(err, errlen, "out of memory for a %u-entry array", entries);
     return -1;
@@ -35,34 +36,28 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
 void _ts_array_free(ts_array_t *a) {
   free(a->keys);
   free(a->meta);
+  free(a->stamp);
   a->keys = NULL;
   a->meta = NULL;
+  a->stamp = NULL;
 }
 
 void _ts_array_flush(ts_array_t *a) {
   if (!a->keys) return;
   memset(a->keys, 0xff, (size_t)a->sets * a->ways * sizeof *a->keys);   /* TS_INVALID */
   memset(a->meta, 0, (size_t)a->sets * sizeof *a->meta);
+  memset(a->stamp, 0, (size_t)a->sets * a->ways * sizeof *a->stamp);
 }
 
-/* A partial flush: entries tagged with one ASID slot (low 12 bits of the key). Under LRU the
- * survivors keep their order, moved to the front so the empty ways sit at the LRU end. */
+/* A partial flush: entries tagged with one ASID slot (low 12 bits of the key). */
 void _ts_array_flush_slot(ts_array_t *a, uint32_t slot) {
   if (!a->keys) return;
-  for (uint32_t s = 0; s < a->sets; s++) {
-    uint64_t *set = a->keys + (size_t)s * a->ways;
-    uint32_t o = 0;
-    for (uint32_t w = 0; w < a->ways; w++) {
-      bool drop = set[w] != TS_INVALID && (set[w] & 0xfff) == slot;
-      if (a->policy == TS_POL_LRU) {
-        if (!drop && set[w] != TS_INVALID) set[o++] = set[w];
-      } else if (drop) {
-        set[w] = TS_INVALID;
-      }
+  size_t n = (size_t)a->sets * a->ways;
+  for (size_t i = 0; i < n; i++)
+    if (a->keys[i] != TS_INVALID && (a->keys[i] & 0xfff) == slot) {
+      a->keys[i] = TS_INVALID;
+      a->stamp[i] = 0;
     }
-    if (a->policy == TS_POL_LRU)
-      for (; o < a->ways; o++) set[o] = TS_INVALID;
-  }
 }
 
 int _ts_tlb_init(ts_tlb_t *t, const ts_tlb_cfg_t *c, uint64_t seed, const char *name,

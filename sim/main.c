@@ -44,7 +44,8 @@ static void usage(FILE *out) {
       "  --compare           two traces side by side with ratios B/A\n"
       "trace: text lines 'R|W|I|P <hex addr> [size]' and 'C <asid>', Valgrind lackey\n"
       "  --trace-mem=yes output, or the binary format; '-' or nothing reads stdin.\n"
-      "--set keys:\n%s", ts_config_keys());
+      "--set keys (e.g. --set l1d.entries=64 --set l2.entries=0 --set pwc.entries=0):\n%s",
+      ts_config_keys());
 }
 
 static int die(const char *fmt, const char *a, const char *b) {

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TS_BUF (1u << 20)   /* also the longest line accepted */
@@ -189,11 +191,36 @@ static int run_lines(ts_sim_t *s, reader_t *r, bool lackey, char *err, size_t er
   }
 }
 
-static int run_bin(ts_sim_t *s, reader_t *r, char *err, size_t errlen) {
-  const char *h = r->buf;
+/* Records [p, p + 16n), numbered from first_no + 1. */
+static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t first_no, char *err,
+                       size_t errlen) {
+  for (size_t i = 0; i < n; i++, p += 16) {
+    uint64_t addr;
+    uint32_t size;
+    memcpy(&addr, p, 8);
+    memcpy(&size, p + 8, 4);
+    unsigned char op = p[12];
+    if (TS_LIKELY(op == 'R' || op == 'W' || op == 'I' || op == 'P')) {
+      _ts_access_inline(s, addr, size, (char)op);
+    } else if (op == 'C') {
+      if (ts_context_switch(s, addr)) {
+        _ts_err(err, errlen, "record %llu: more than %u address spaces",
+                (unsigned long long)(first_no + i + 1), TS_MAX_SPACES);
+        return -1;
+      }
+    } else {
+      _ts_err(err, errlen, "record %llu: op 0x%02x: expected R, W, I, P or C",
+              (unsigned long long)(first_no + i + 1), op);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int bin_header(const char *h, size_t len, char *err, size_t errlen) {
   uint32_t version, rec;
-  if (r->len < 16) {
-    _ts_err(err, errlen, "binary header: expected 16 bytes, got %zu", r->len);
+  if (len < 16) {
+    _ts_err(err, errlen, "binary header: expected 16 bytes, got %zu", len);
     return -1;
   }
   memcpy(&version, h + 8, 4);
@@ -203,43 +230,58 @@ static int run_bin(ts_sim_t *s, reader_t *r, char *err, size_t errlen) {
             "(got version %u, record_bytes %u)", version, rec);
     return -1;
   }
+  return 0;
+}
+
+static int truncated(uint64_t no, size_t left, char *err, size_t errlen) {
+  _ts_err(err, errlen, "record %llu: truncated (expected 16 bytes, got %zu)",
+          (unsigned long long)no + 1, left);
+  return -1;
+}
+
+static int run_bin(ts_sim_t *s, reader_t *r, char *err, size_t errlen) {
+  if (bin_header(r->buf, r->len, err, errlen)) return -1;
   r->pos = 16;
   uint64_t no = 0;
   for (;;) {
-    const unsigned char *p = (const unsigned char *)r->buf + r->pos;
     size_t n = (r->len - r->pos) / 16;
-    for (size_t i = 0; i < n; i++, p += 16) {
-      uint64_t addr;
-      uint32_t size;
-      memcpy(&addr, p, 8);
-      memcpy(&size, p + 8, 4);
-      unsigned char op = p[12];
-      if (TS_LIKELY(op == 'R' || op == 'W' || op == 'I' || op == 'P')) {
-        _ts_access_inline(s, addr, size, (char)op);
-      } else if (op == 'C') {
-        if (ts_context_switch(s, addr)) {
-          _ts_err(err, errlen, "record %llu: more than %u address spaces",
-                  (unsigned long long)(no + i + 1), TS_MAX_SPACES);
-          return -1;
-        }
-      } else {
-        _ts_err(err, errlen, "record %llu: op 0x%02x: expected R, W, I, P or C",
-                (unsigned long long)(no + i + 1), op);
-        return -1;
-      }
-    }
+    if (bin_records(s, (const unsigned char *)r->buf + r->pos, n, no, err, errlen)) return -1;
     no += n;
     r->pos += n * 16;
-    if (r->eof) {
-      if (r->len != r->pos) {
-        _ts_err(err, errlen, "record %llu: truncated (expected 16 bytes, got %zu)",
-                (unsigned long long)no + 1, r->len - r->pos);
-        return -1;
-      }
-      return 0;
-    }
+    if (r->eof) return r->len != r->pos ? truncated(no, r->len - r->pos, err, errlen) : 0;
     if (refill(r, err, errlen)) return -1;
   }
+}
+
+/* A regular file in the binary format is mapped a window at a time (no copy through a buffer;
+ * memory stays bounded by the window). Returns 1 when the file is not suitable. */
+#define TS_WINDOW ((size_t)64 << 20)
+static int run_bin_mapped(ts_sim_t *s, int fd, char *err, size_t errlen) {
+  struct stat sb;
+  if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < 16) return 1;
+  off_t start = lseek(fd, 0, SEEK_CUR);
+  if (start != 0) return 1;
+  uint64_t size = (uint64_t)sb.st_size, off = 16, no = 0;
+  char h[16];
+  if (pread(fd, h, 16, 0) != 16) return 1;
+  if (bin_header(h, 16, err, errlen)) return -1;
+  while (size - off >= 16) {
+    uint64_t base = off & ~(uint64_t)(TS_WINDOW - 1);   /* windows are 16-byte aligned */
+    size_t maplen = (size_t)(size - base < TS_WINDOW ? size - base : TS_WINDOW);
+    void *m = mmap(NULL, maplen, PROT_READ, MAP_PRIVATE, fd, (off_t)base);
+    if (m == MAP_FAILED) {
+      _ts_err(err, errlen, "cannot map the trace: %s", strerror(errno));
+      return -1;
+    }
+    madvise(m, maplen, MADV_SEQUENTIAL);
+    size_t n = (size_t)(base + maplen - off) / 16;
+    int rc = bin_records(s, (const unsigned char *)m + (off - base), n, no, err, errlen);
+    munmap(m, maplen);
+    if (rc) return -1;
+    no += n;
+    off += n * 16;
+  }
+  return size != off ? truncated(no, (size_t)(size - off), err, errlen) : 0;
 }
 
 static ts_format_t detect(const reader_t *r) {
@@ -260,6 +302,15 @@ static ts_format_t detect(const reader_t *r) {
 
 int ts_run_fd(ts_sim_t *s, int fd, ts_format_t fmt, ts_format_t *detected, char *err,
               size_t errlen) {
+  char head[16];
+  if ((fmt == TS_FMT_BIN || fmt == TS_FMT_AUTO) && lseek(fd, 0, SEEK_CUR) == 0 &&
+      pread(fd, head, 16, 0) == 16 && (fmt == TS_FMT_BIN || !memcmp(head, TS_BIN_MAGIC, 8))) {
+    int rc = run_bin_mapped(s, fd, err, errlen);
+    if (rc != 1) {
+      if (detected) *detected = TS_FMT_BIN;
+      return rc;
+    }
+  }
   reader_t r = {fd, malloc(TS_BUF), 0, 0, false};
   if (!r.buf) { _ts_err(err, errlen, "out of memory"); return -1; }
   int rc = refill(&r, err, errlen);

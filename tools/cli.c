@@ -61,29 +61,40 @@ const char *tpc_self_dir(void) {
 
 static int usable_file(const char *path) { return access(path, R_OK) == 0; }
 
+/* Absolute path with the directory resolved but the file name kept (libtlbpack.so.0 stays
+ * the soname link rather than the versioned file it points to). */
+static int abs_keep_name(const char *path, char *out) {
+  char dir[PATH_MAX], resolved[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  if (!realpath(dir, resolved)) return -1;
+  snprintf(out, PATH_MAX, "%s/%s", strcmp(resolved, "/") ? resolved : "", name);
+  return 0;
+}
+
 int tpc_find_lib(const char *verb, const char *explicit_path, char *out, size_t outsz) {
   char tried[4][PATH_MAX];
   int ntried = 0;
+  (void)outsz; /* out holds PATH_MAX */
   if (explicit_path) {
-    if (!usable_file(explicit_path))
-      return tpc_fail(verb, "--lib %s: %s (expected the path of libtlbpack.so)", explicit_path,
-                      strerror(errno)), -1;
-    if (!realpath(explicit_path, out)) return tpc_fail(verb, "--lib %s: %s", explicit_path, strerror(errno)), -1;
+    if (!usable_file(explicit_path) || abs_keep_name(explicit_path, out) != 0) {
+      tpc_fail(verb, "--lib %s: %s (expected the path of libtlbpack.so)", explicit_path, strerror(errno));
+      return -1;
+    }
     return 0;
   }
   const char *self = tpc_self_dir();
   if (self) {
-    /* The build tree puts the binary beside the library; an install puts it in ../lib. */
+    /* The build tree puts the binary beside the library; an install puts it in the libdir. */
     snprintf(tried[ntried++], PATH_MAX, "%s/libtlbpack.so", self);
     snprintf(tried[ntried++], PATH_MAX, "%s/%s/libtlbpack.so.0", self, TP_REL_LIBDIR);
   }
   snprintf(tried[ntried++], PATH_MAX, "%s/libtlbpack.so.0", TP_FULL_LIBDIR);
-  for (int i = 0; i < ntried; i++) {
-    if (usable_file(tried[i]) && realpath(tried[i], out)) {
-      (void)outsz;
-      return 0;
-    }
-  }
+  for (int i = 0; i < ntried; i++)
+    if (usable_file(tried[i]) && abs_keep_name(tried[i], out) == 0) return 0;
   fprintf(stderr, "tlbpack %s: cannot find libtlbpack.so; looked for:\n", verb);
   for (int i = 0; i < ntried; i++) fprintf(stderr, "  %s\n", tried[i]);
   fprintf(stderr, "build it first (make) or pass --lib PATH\n");

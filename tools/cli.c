@@ -217,23 +217,30 @@ int tpc_write_long(const char *path, long value) {
 }
 
 /* ---- TLBPACK_CONF ---------------------------------------------------------------------- */
-/* The keys and values the allocator documents (tlbpack(3)); NULL values = free-form. */
+/* The keys and values the allocator accepts (alloc/options.c; documented in tlbpack(3)).
+ * values: '|'-separated words, "N" for a whole number in [lo, hi], or NULL for a path. */
 static const struct {
   const char *key;
-  const char *values; /* '|'-separated, or "N" for a non-negative integer, or NULL for a path */
+  const char *values;
+  unsigned long long lo, hi;
 } conf_keys[] = {
-    {"stats", "0|1|json"},          {"pool", "auto|hugetlbfs|thp|4k"},
-    {"group", "site|thread|none"},  {"regions", NULL},
-    {"retain_mb", "N"},             {"numa", "local|interleave|off"},
-    {"verbose", "0|1"},             {NULL, NULL}};
+    {"stats", "0|1|text|json", 0, 0},        {"pool", "auto|hugetlbfs|thp|4k", 0, 0},
+    {"group", "site|thread|none", 0, 0},     {"regions", NULL, 0, 0},
+    {"retain_mb", "N", 0, 1048576},          {"numa", "local|interleave|off", 0, 0},
+    {"verbose", "0|1", 0, 0},                {"sites", "N", 1, 960},
+    {"exclusive_kb", "N", 0, 4194304},       {NULL, NULL, 0, 0}};
 
-static int value_ok(const char *accepted, const char *v, size_t vlen) {
+static int value_ok(int k, const char *v, size_t vlen) {
+  const char *accepted = conf_keys[k].values;
   if (!accepted) return vlen > 0;
   if (!strcmp(accepted, "N")) {
-    if (vlen == 0) return 0;
-    for (size_t i = 0; i < vlen; i++)
+    if (vlen == 0 || vlen > 19) return 0;
+    unsigned long long x = 0;
+    for (size_t i = 0; i < vlen; i++) {
       if (!isdigit((unsigned char)v[i])) return 0;
-    return 1;
+      x = x * 10 + (unsigned long long)(v[i] - '0');
+    }
+    return x >= conf_keys[k].lo && x <= conf_keys[k].hi;
   }
   const char *a = accepted;
   while (*a) {
@@ -270,11 +277,14 @@ int tpc_conf_check(const char *verb, const char *conf) {
         fputc('\n', stderr);
         return -1;
       }
-      if (!value_ok(conf_keys[found].values, v, vlen)) {
+      if (!value_ok(found, v, vlen)) {
         const char *acc = conf_keys[found].values;
-        fprintf(stderr, "tlbpack %s: --conf %s:%.*s: bad value '%.*s'; accepted: %s\n", verb,
-                conf_keys[found].key, (int)vlen, v, (int)vlen, v,
-                !acc ? "a file path" : !strcmp(acc, "N") ? "a non-negative integer" : acc);
+        fprintf(stderr, "tlbpack %s: --conf %s:%.*s: bad value '%.*s'; accepted: ", verb, conf_keys[found].key,
+                (int)vlen, v, (int)vlen, v);
+        if (!acc) fprintf(stderr, "a file path\n");
+        else if (!strcmp(acc, "N"))
+          fprintf(stderr, "a whole number from %llu to %llu\n", conf_keys[found].lo, conf_keys[found].hi);
+        else fprintf(stderr, "%s\n", acc);
         return -1;
       }
     }

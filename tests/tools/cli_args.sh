@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Usage errors of the tlbpack command: exit 2, and the message names the bad argument and what
-# is accepted. Usage: cli_args.sh TLBPACK
+# is accepted. Usage: cli_args.sh TLBPACK [alloc/options.c]
 . "$(dirname "$0")/lib.sh"
-TP=$1
+TP=$1 ALLOC_OPTIONS=${2:-}
 
 run "$TP"; expect_rc 2 "no verb"; expect_in err "usage: tlbpack VERB" "no verb"
 run "$TP" frobnicate; expect_rc 2 "unknown verb"; expect_in err "'frobnicate'" "unknown verb"
@@ -28,9 +28,18 @@ run "$TP" run --conf colour:red -- true; expect_rc 2 "unknown conf key"
 expect_in err "'colour'" "unknown conf key named"; expect_in err "retain_mb" "unknown conf key: accepted keys"
 run "$TP" run --conf stats -- true; expect_rc 2 "conf item without colon"; expect_in err "KEY:VALUE" "conf item"
 run "$TP" run --conf retain_mb:lots -- true; expect_rc 2 "retain_mb not a number"
-expect_in err "non-negative integer" "retain_mb accepted"
-run "$TP" run --conf stats:json,group:thread,numa:interleave,verbose:1,retain_mb:64,regions:/tmp/r,pool:4k --dry-run --lib /dev/null -- true
+expect_in err "a whole number from 0 to" "retain_mb accepted"
+run "$TP" run --conf sites:0 -- true; expect_rc 2 "sites:0 out of range"; expect_in err "from 1 to 960" "sites range"
+run "$TP" run --conf stats:json,group:thread,numa:interleave,verbose:1,retain_mb:64,regions:/tmp/r,pool:4k,sites:100,exclusive_kb:512,stats:text --dry-run --lib /dev/null -- true
 expect_rc 0 "every documented key is accepted"
+# Every key the allocator's option table knows is known to the command too.
+if [ -n "${ALLOC_OPTIONS:-}" ] && [ -e "$ALLOC_OPTIONS" ]; then
+  for key in $(sed -n 's/^ *{"\([a-z_]*\)", K_.*/\1/p' "$ALLOC_OPTIONS"); do
+    run "$TP" run --conf "$key:1" --dry-run --lib /dev/null -- true
+    if printf '%s' "$ERR" | grep -q "is unknown"; then fail "allocator key '$key' is unknown to tlbpack run"
+    else ok "allocator key $key known"; fi
+  done
+fi
 run "$TP" run --lib /nonexistent/libtlbpack.so -- true; expect_rc 1 "run --lib missing"
 expect_in err "/nonexistent/libtlbpack.so" "run --lib missing named"
 run "$TP" run --lib /dev/null -- /nonexistent/program; expect_rc 127 "run a missing program"

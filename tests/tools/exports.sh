@@ -8,8 +8,11 @@ LIB=$1 HDR=$2
 
 api=$(grep -oE '\btp_[a-z0-9_]+[[:space:]]*\(' "$HDR" | tr -d '( \t' | sort -u)
 [ -n "$api" ] || fail "no tp_ functions found in $HDR"
+# glibc's own malloc-family names, which a preloaded malloc must also answer to (cfree and
+# __libc_valloc/__libc_pvalloc are glibc exports like the other __libc_* ones).
 malloc_names="malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc
-pvalloc malloc_usable_size __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign"
+pvalloc malloc_usable_size cfree __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
+__libc_valloc __libc_pvalloc"
 
 defined=$(nm -D --defined-only "$LIB" | awk '{print $NF, $(NF-1)}')
 unexpected=""

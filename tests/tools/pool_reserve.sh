@@ -24,37 +24,50 @@ if [ "$(id -u)" != 0 ]; then
 fi
 [ -w "$NR" ] || skip "$NR is not writable here (read-only /sys)"
 
+# Other processes (another `make test`) may change the pool meanwhile: the checks read the
+# numbers tlbpack reported right after its own write, and the pool is put back only from the
+# sizes this test set, never below what it found.
 saved=$(cat "$NR")
-restore() { echo "$saved" > "$NR"; echo "pool restored to $(cat "$NR") pages (was $saved)"; }
+ours=" "
+restore() {
+  local cur; cur=$(cat "$NR")
+  if [ "$cur" -lt "$saved" ] || [[ "$ours" == *" $cur "* ]]; then echo "$saved" > "$NR"; fi
+  echo "pool now $(cat "$NR") pages (found $saved)"
+}
 trap 'restore; rm -f "$_tmp_out" "$_tmp_err"' EXIT
 
 want=$((saved + 2))
 run "$TP" pool reserve "$want"
-got=$(cat "$NR")
 if [ "$RC" = 0 ]; then
-  expect_in out "reserved $got x" "reserve reports the pages"
-  [ "$got" -ge "$want" ] && ok "pool grew to $got" || fail "reserve said ok, pool has $got < $want"
+  got=$(printf '%s\n' "$OUT" | sed -n 's/^reserved \([0-9]*\) x .*/\1/p')
+  if [ -n "$got" ]; then
+    [ "$got" -ge "$want" ] && ok "reserve $want: pool grew to $got" || fail "reserve said ok with $got < $want pages"
+  else
+    expect_in out "at least the $want asked for" "reserve: pool already large enough"
+  fi
 elif [ "$RC" = 3 ]; then
-  expect_in out "the kernel gave $got" "partial reserve says how much it got"
+  expect_in out "the kernel gave" "partial reserve says how much it got"
 else
   fail "reserve $want: exit $RC: $OUT $ERR"
 fi
+ours="$ours$(cat "$NR") "
 mnt=$(awk '$3=="hugetlbfs"{print $2; exit}' /proc/mounts)
 [ -n "$mnt" ] && ok "hugetlbfs mounted at $mnt" || fail "no hugetlbfs mount after reserve"
 
-run "$TP" pool reserve "$saved"
-expect_rc 0 "reserve less than the pool"; expect_in out "left as it is" "reserve never shrinks"
-[ "$(cat "$NR")" = "$got" ] && ok "pool unchanged" || fail "reserve of fewer pages changed the pool"
+run "$TP" pool reserve 1
+expect_rc 0 "reserve fewer pages than the pool has"; expect_in out "left as it is" "reserve never shrinks"
 
-# Sizes round up to whole pages: one byte more than saved pages needs saved+1 pages.
-run "$TP" pool reserve "$(( (saved * def_kb + 1) ))K"
-expect_rc 0 "reserve by size"; [ "$(cat "$NR")" -ge $((saved + 1)) ] && ok "size rounded up" || fail "size not rounded up"
+# Sizes round up to whole pages: one KiB more than want pages needs want+1 pages.
+run "$TP" pool reserve "$(( want * def_kb + 1 ))K"
+if [ "$RC" = 0 ] || [ "$RC" = 3 ]; then
+  expect_in out "$((want + 1))" "a size is rounded up to whole pages"
+else fail "reserve by size: exit $RC: $ERR"; fi
+ours="$ours$(cat "$NR") "
 
 run "$TP" pool release --keep "$saved"
 expect_rc 0 "release --keep"; expect_in out "now holds $saved" "release reports the new size"
-[ "$(cat "$NR")" = "$saved" ] && ok "pool back to $saved" || fail "pool has $(cat "$NR"), expected $saved"
 run "$TP" pool release --keep "$saved"
 expect_rc 0 "release to the same size"; expect_in out "nothing to release" "release is idempotent"
-run "$TP" pool release --keep $((saved + 5))
+run "$TP" pool release --keep $((saved + 50))
 expect_rc 2 "release --keep more than the pool"; expect_in err "tlbpack pool reserve" "points to reserve"
 finish

@@ -184,21 +184,22 @@ int tpc_cmd_compare(int argc, char **argv) {
     goto out;
   }
 
-  /* tlbsim [--cpu X] [--json] --compare TRACE_A TRACE_B --regions-b FILE: see tlbsim(1). */
+  /* tlbsim [--cpu X] [--json] --compare A [options for A] B [options for B] (tlbsim(1)):
+   * jemalloc's trace on the default 4 KiB pages, tlbpack's with its regions file. */
   char *sim_argv[16];
   int n = 0;
   sim_argv[n++] = tlbsim;
   if (cpu) sim_argv[n++] = "--cpu", sim_argv[n++] = (char *)cpu;
   if (json) sim_argv[n++] = "--json";
-  sim_argv[n++] = "--label-a";
-  sim_argv[n++] = "jemalloc";
-  sim_argv[n++] = "--label-b";
-  sim_argv[n++] = "tlbpack";
-  sim_argv[n++] = "--regions-b";
-  sim_argv[n++] = regions;
   sim_argv[n++] = "--compare";
   sim_argv[n++] = je_trace;
+  sim_argv[n++] = "--label";
+  sim_argv[n++] = "jemalloc";
   sim_argv[n++] = tp_trace;
+  sim_argv[n++] = "--label";
+  sim_argv[n++] = "tlbpack";
+  sim_argv[n++] = "--regions";
+  sim_argv[n++] = regions;
   sim_argv[n] = NULL;
   fflush(stdout);
   pid_t pid = fork();

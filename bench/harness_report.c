@@ -266,7 +266,7 @@ static int plot_one(const char *dir, const char *name, const char *ylabel, metri
           "set style fill solid 0.8 border -1\nset key outside right top\nset ylabel '%s%s'\n"
           "set grid ytics\nset xtics rotate by -20\n%s\n"
           "plot for [i=2:%zu] '%s/%s.dat' using i:xtic(1) title columnheader(i)\n",
-          dir, name, ylabel, logy ? " (log scale)" : "", logy ? "set logscale y" : "", na + 1, dir, name);
+          dir, name, ylabel, logy ? " (log scale)" : "", logy ? "set logscale y\nset yrange [0.5:*]" : "set yrange [0:*]", na + 1, dir, name);
   fclose(f);
   char cmd[8400];
   snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>'%s/%s.gnuplot.log'", path, dir, name);

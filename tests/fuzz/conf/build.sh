@@ -2,8 +2,9 @@
 # build.sh OUT [libfuzzer|standalone]: builds the TLBPACK_CONF fuzz target to OUT.
 # libfuzzer (default when clang has libFuzzer): clang -fsanitize=fuzzer,address,undefined;
 # standalone: cc with ASan+UBSan and the built-in mutation driver (-DTP_FUZZ_STANDALONE).
-# Run: OUT -max_total_time=SECONDS tests/fuzz/conf/corpus   (either build takes these flags;
-# the standalone one replays the corpus files and runs -runs=N mutations).
+# Run: OUT -max_total_time=SECONDS tests/fuzz/corpus/conf   (libFuzzer), or
+#      OUT -runs=N tests/fuzz/corpus/conf/*                 (standalone: replay, then N mutations).
+# scripts/fuzz.sh (`make fuzz`) builds and runs it with the other targets, via ../fuzz_conf.c.
 set -euo pipefail
 out=${1:?usage: build.sh OUT [libfuzzer|standalone]}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,8 +17,8 @@ if [ "$mode" = auto ]; then
   if [ -n "$cc" ] && echo 'int LLVMFuzzerTestOneInput(const char*d,long n){return 0;}' |
        "$cc" -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then mode=libfuzzer; fi
 fi
-src=("$here/fuzz_conf.c" "$root/alloc/options.c")
-inc=(-I"$root/include" -I"$root/alloc" -D_GNU_SOURCE)
+src=("$here/fuzz_conf.c")  # it includes alloc/options.c itself
+inc=(-I"$root/include")
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 case $mode in
   libfuzzer) "$cc" -g -O1 $san -fsanitize=fuzzer "${inc[@]}" "${src[@]}" -o "$out" ;;

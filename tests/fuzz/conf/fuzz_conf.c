@@ -9,16 +9,21 @@
  *   - at most one warning per comma-separated entry;
  *   - parsing is deterministic (same input, same options and warnings).
  *
- * Build: with libFuzzer (clang -fsanitize=fuzzer,address,undefined), see build.sh; or with any
- * compiler and -DTP_FUZZ_STANDALONE for a driver that replays files given as arguments and
- * then mutates them for a bounded number of runs (no libFuzzer needed).
+ * Build: scripts/fuzz.sh builds and runs it with the other targets (through the one-line
+ * tests/fuzz/fuzz_conf.c; seeds in tests/fuzz/corpus/conf/). build.sh here builds it alone,
+ * with libFuzzer or, with any compiler, -DTP_FUZZ_STANDALONE: a driver that replays the files
+ * given as arguments and then mutates them for a bounded number of runs.
  */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+/* The parser itself, compiled in: this file needs no library (scripts/fuzz.sh links the
+ * simulator's, which has no allocator in it). Paths are relative to this file, so that the
+ * simulator's own internal.h on the include path is not picked up by mistake. */
+#include "../../../alloc/options.c"
 
 #define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "fuzz_conf: invariant broken: " __VA_ARGS__); \
                                               fputc('\n', stderr); abort(); } } while (0)

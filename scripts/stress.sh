@@ -39,8 +39,11 @@ run() {  # run NAME CMD...
 run stress_threads        bash $it/run_prog.sh stats it_stress_threads 8 "$ops" "$seed"
 [ -x "$TP_BUILD_DIR/it_stress_direct" ] &&
 run stress_threads_direct "$TP_BUILD_DIR/it_stress_direct" 8 $((ops / 2)) "$seed"
+run edge_sizes            bash $it/run_prog.sh plain it_edge_sizes 20
 run thread_churn          bash $it/run_prog.sh stats it_thread_churn 400 32
 run thread_churn_groups   bash $it/run_prog.sh conf=stats:1,group:thread stats it_thread_churn 300 32
+[ -x "$TP_BUILD_DIR/it_group_stress" ] &&
+run groups_direct         "$TP_BUILD_DIR/it_group_stress" 8 $((ops / 4)) 8
 run fork_busy_threads     bash $it/run_prog.sh plain it_fork_threads 1000 4
 run fork_empty_pool       bash $it/run_prog.sh plain it_fork_threads 200 4 0
 run signals               bash $it/run_prog.sh plain it_signals 8 $((ops / 2))

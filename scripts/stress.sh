@@ -63,5 +63,14 @@ run build_this_project    bash $it/build_project.sh
 run cpython_regrtest      bash $it/cpython_suite.sh
 run redis                 bash $it/redis.sh
 
+# The same allocator under its other settings: threads, real programs, groups by thread.
+for extra in pool:4k pool:thp group:thread group:none retain_mb:0; do
+  tag=${extra//:/_}
+  run "stress_threads.$tag" env TP_CONF_EXTRA=$extra bash $it/run_prog.sh stats it_stress_threads 8 $((ops / 4)) "$seed"
+  run "python_script.$tag"  env TP_CONF_EXTRA=$extra TP_STRESS=0 bash $it/real_python.sh
+  run "sqlite3.$tag"        env TP_CONF_EXTRA=$extra TP_STRESS=0 bash $it/real_sqlite.sh
+  run "cpython_quick.$tag"  env TP_CONF_EXTRA=$extra TP_STRESS=0 bash $it/cpython_suite.sh
+done
+
 echo "stress: $pass passed, $fail failed, $skip skipped (logs in $log_dir)"
 [ $fail = 0 ] || { echo "stress: failed: ${failed[*]}" >&2; exit 1; }

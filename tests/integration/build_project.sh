@@ -17,7 +17,7 @@ build() {  # $1 = label, rest = command prefix
   (cd "$bdir" && find . -type f \( -name '*.o' -o -name '*.a' -o -name '*.so' \) -print0 | sort -z | xargs -0 sha256sum) >"$TP_TMP/$label.sums"
 }
 build plain env
-build preload env TLBPACK_CONF=stats:1 LD_PRELOAD="$TP_LIB"
+build preload env TLBPACK_CONF=$TP_CONF LD_PRELOAD="$TP_LIB"
 n=$(wc -l <"$TP_TMP/preload.sums")
 [ "$n" -gt 0 ] || tp_fail "the build produced no object files"
 cmp -s "$TP_TMP/plain.sums" "$TP_TMP/preload.sums" || { diff "$TP_TMP/plain.sums" "$TP_TMP/preload.sums" | head >&2; tp_fail "build outputs differ under preload"; }

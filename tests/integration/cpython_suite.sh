@@ -40,7 +40,7 @@ run() {  # $1 = label, rest = command prefix
   echo $?
 }
 rc_plain=$(run plain env)
-rc_pre=$(run pre env TLBPACK_CONF=stats:1 LD_PRELOAD="$TP_LIB")
+rc_pre=$(run pre env TLBPACK_CONF=$TP_CONF LD_PRELOAD="$TP_LIB")
 [ -s "$TP_TMP/plain.xml" ] || tp_fail "the run without preload wrote no results (status $rc_plain): $(tail -5 "$TP_TMP/plain.out")"
 [ -s "$TP_TMP/pre.xml" ] || { tail -30 "$TP_TMP/pre.out"; grep -v '^tlbpack: ' "$TP_TMP/pre.err" | tail -40; } >&2
 [ -s "$TP_TMP/pre.xml" ] || { tp_fail "the run under $TP_LIB wrote no results (status $rc_pre)"; }

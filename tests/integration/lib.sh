@@ -6,14 +6,21 @@
 #                 themselves: the tlbpack-only checks (stats lines) are then skipped with a note.
 #   TP_BUILD_DIR  the build directory holding the helper programs (default: build)
 #   TP_STRESS=1   long version of each test (scripts/stress.sh sets it)
+#   TP_KEEP_TMP=1 keep the test's temporary directory (outputs, logs) and print where it is
+#   TP_CONF_EXTRA more TLBPACK_CONF settings for the preloaded runs, e.g. group:thread,pool:4k
+#                 (they always get stats:1 so that the stats show tlbpack served them)
 # Exit codes: 0 pass, 1 fail, 77 skipped (ctest SKIP_RETURN_CODE) with a message saying why.
 set -u
 
 TP_SRC_DIR=${TP_SRC_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 TP_BUILD_DIR=${TP_BUILD_DIR:-$TP_SRC_DIR/build}
 TP_LIB=${TP_LIB:-$TP_BUILD_DIR/libtlbpack.so}
+# Absolute: programs under test change directory and start children that need the same paths.
+case "$TP_BUILD_DIR" in /*) ;; *) TP_BUILD_DIR=$PWD/$TP_BUILD_DIR ;; esac
+case "$TP_LIB" in /*) ;; *) TP_LIB=$PWD/$TP_LIB ;; esac
 TP_STRESS=${TP_STRESS:-0}
 TP_NAME=$(basename "$0" .sh)
+TP_CONF="stats:1${TP_CONF_EXTRA:+,$TP_CONF_EXTRA}"
 # Debian's interpreter: the CPython test suite package belongs to it, not to any other python3.
 TP_PY=${TP_PY:-/usr/bin/python3}
 
@@ -46,7 +53,9 @@ TP_CLEANUP=()
 tp_cleanup() {
   local c
   for c in "${TP_CLEANUP[@]+"${TP_CLEANUP[@]}"}"; do eval "$c" || true; done
-  [ -n "$TP_TMP" ] && rm -rf "$TP_TMP"
+  if [ -n "$TP_TMP" ]; then
+    if [ "${TP_KEEP_TMP:-0}" = 1 ]; then echo "$TP_NAME: files kept in $TP_TMP" >&2; else rm -rf "$TP_TMP"; fi
+  fi
 }
 trap tp_cleanup EXIT
 trap 'exit 130' INT TERM

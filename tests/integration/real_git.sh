@@ -32,7 +32,7 @@ session() {  # $1 = repository dir; runs every git command through $RUN
 }
 
 RUN= session "$TP_TMP/plain" >"$TP_TMP/plain.out" 2>"$TP_TMP/plain.err" || tp_fail "plain git session failed: $(tail -5 "$TP_TMP/plain.err")"
-RUN="tp_pre env TLBPACK_CONF=stats:1" session "$TP_TMP/pre" >"$TP_TMP/pre.out" 2>"$TP_TMP/pre.err"
+RUN="tp_pre env TLBPACK_CONF=$TP_CONF" session "$TP_TMP/pre" >"$TP_TMP/pre.out" 2>"$TP_TMP/pre.err"
 rc=$?
 [ $rc = 0 ] || { tail -20 "$TP_TMP/pre.err" >&2; tp_fail "git session under $TP_LIB failed (status $rc)"; }
 grep -v -E '^tlbpack: ' "$TP_TMP/pre.out" > "$TP_TMP/pre.filtered"   # fsck's 2>&1 carries stats lines

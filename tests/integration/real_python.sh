@@ -9,7 +9,7 @@ n=50000; [ "$TP_STRESS" = 1 ] && n=400000
 script=$(dirname "$0")/pyload.py
 
 "$TP_PY" "$script" "$n" >"$TP_TMP/plain.out" 2>"$TP_TMP/plain.err" || tp_fail "plain python3 run failed: $(cat "$TP_TMP/plain.err")"
-TLBPACK_CONF=stats:1 tp_pre "$TP_PY" "$script" "$n" >"$TP_TMP/pre.out" 2>"$TP_TMP/pre.err"
+TLBPACK_CONF=$TP_CONF tp_pre "$TP_PY" "$script" "$n" >"$TP_TMP/pre.out" 2>"$TP_TMP/pre.err"
 rc=$?
 [ $rc = 0 ] || { cat "$TP_TMP/pre.err" >&2; tp_fail "python3 under $TP_LIB exited with status $rc"; }
 cmp -s "$TP_TMP/plain.out" "$TP_TMP/pre.out" || { diff "$TP_TMP/plain.out" "$TP_TMP/pre.out" >&2; tp_fail "output differs from the run without preload"; }

@@ -34,7 +34,7 @@ PRAGMA integrity_check;
 SQL
 
 sqlite3 -batch -bail "$TP_TMP/plain.db" <"$TP_TMP/script.sql" >"$TP_TMP/plain.out" 2>&1 || tp_fail "plain sqlite3 failed: $(cat "$TP_TMP/plain.out")"
-TLBPACK_CONF=stats:1 tp_pre sqlite3 -batch -bail "$TP_TMP/pre.db" <"$TP_TMP/script.sql" >"$TP_TMP/pre.out" 2>"$TP_TMP/pre.err"
+TLBPACK_CONF=$TP_CONF tp_pre sqlite3 -batch -bail "$TP_TMP/pre.db" <"$TP_TMP/script.sql" >"$TP_TMP/pre.out" 2>"$TP_TMP/pre.err"
 rc=$?
 [ $rc = 0 ] || { cat "$TP_TMP/pre.out" "$TP_TMP/pre.err" >&2; tp_fail "sqlite3 under $TP_LIB failed (status $rc)"; }
 [ "$(tail -1 "$TP_TMP/pre.out")" = ok ] || tp_fail "integrity_check under preload says: $(tail -1 "$TP_TMP/pre.out")"

@@ -68,6 +68,6 @@ session() {  # $1 = label, rest = command prefix for redis-server
 }
 
 session plain env
-session tlbpack env TLBPACK_CONF=stats:1 LD_PRELOAD="$TP_LIB"
+session tlbpack env TLBPACK_CONF=$TP_CONF LD_PRELOAD="$TP_LIB"
 tp_check_stats "$TP_TMP/tlbpack/server.err" "redis-server"
 tp_pass "$((requests * 8)) benchmark requests and $keys written keys checked on each server"

@@ -8,8 +8,8 @@
 #       aslimit under `ulimit -v` of ARGS[0] MiB
 #       pool    plain (any program exiting 77, e.g. for want of a hugetlbfs pool, is a skip)
 . "$(dirname "$0")/lib.sh"
-conf=stats:1
-case "$1" in conf=*) conf=${1#conf=}; shift ;; esac
+conf=$TP_CONF
+case "$1" in conf=*) conf=${1#conf=}${TP_CONF_EXTRA:+,$TP_CONF_EXTRA}; shift ;; esac
 mode=$1 prog=$2; shift 2
 TP_NAME=$prog
 tp_need_lib

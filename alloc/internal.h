@@ -208,6 +208,7 @@ struct tp_group_s {
   uintptr_t site;        /* allocation site for site groups */
   char name[48];
   tp_filler_t filler;    /* hpages this group owns (heap lock) */
+  tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first (heap lock) */
   tp_slab_t *larges;     /* medium/large objects (heap lock), for destroy and stats */
   tp_bin_t bins[TP_NCLASSES];
 };

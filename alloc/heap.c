@@ -354,37 +354,38 @@ static long pool_free_pages(void) {
  * this itself: glibc's fork writes to every FILE (heap memory) before any atfork handler
  * runs. So before the fork, when the pool cannot cover the heap's hugetlb pages, the parent
  * moves them onto anonymous (THP) memory; later pages come from the pool again. */
+static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_HUGETLBFS; }
+
+static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
+
+static void move_to_thp(tp_hpage_t *h, void *arg) {
+  int *failed = arg;
+  if (*failed || !is_hugetlb(h)) return;
+  void *a = (void *)h->addr;
+  void *tmp = _tp_os_reserve(NULL, TP_HPAGE, TP_HPAGE);
+  if (tmp == NULL ||
+      mmap(tmp, TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != tmp) {
+    *failed = 1; /* no memory to copy into: fork as it is */
+    return;
+  }
+  madvise(tmp, TP_HPAGE, MADV_HUGEPAGE);
+  memcpy(tmp, a, TP_HPAGE);
+  if (mremap(tmp, TP_HPAGE, TP_HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
+    _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
+  _tp_heap_ctr.pages_by_source[h->source]--;
+  _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+  h->source = TP_SRC_THP;
+  _tp_heap_ctr.fork_unshared++;
+}
+
 static void unshare_hugetlb(void) {
   size_t need = 0;
-  for (unsigned c = 0; c < nchunks; c++) {
-    uintptr_t lim = (c == nchunks - 1) ? cursor : chunks[c].end;
-    for (uintptr_t a = chunks[c].start; a < lim; a += TP_HPAGE) {
-      tp_hpage_t *h = _tp_hpage_of((void *)a);
-      need += h->source == TP_SRC_HUGETLB || h->source == TP_SRC_HUGETLBFS;
-    }
-  }
+  _tp_heap_foreach(count_hugetlb, &need);
   if (need == 0) return;
   long avail = pool_free_pages();
   if (avail >= 0 && (size_t)avail >= need) return;
-  for (unsigned c = 0; c < nchunks; c++) {
-    uintptr_t lim = (c == nchunks - 1) ? cursor : chunks[c].end;
-    for (uintptr_t a = chunks[c].start; a < lim; a += TP_HPAGE) {
-      tp_hpage_t *h = _tp_hpage_of((void *)a);
-      if (h->source != TP_SRC_HUGETLB && h->source != TP_SRC_HUGETLBFS) continue;
-      void *tmp = _tp_os_reserve(NULL, TP_HPAGE, TP_HPAGE);
-      if (tmp == NULL || mmap(tmp, TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
-                              0) != tmp)
-        return; /* no memory to copy into: fork as it is */
-      madvise(tmp, TP_HPAGE, MADV_HUGEPAGE);
-      memcpy(tmp, (void *)a, TP_HPAGE); /* reading shares the parent's page: no pool page needed */
-      if (mremap(tmp, TP_HPAGE, TP_HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a) != (void *)a)
-        _tp_fatal("fork: could not move hugetlb page %#lx onto anonymous memory", (unsigned long)a);
-      _tp_heap_ctr.pages_by_source[h->source]--;
-      _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
-      h->source = TP_SRC_THP;
-      _tp_heap_ctr.fork_unshared++;
-    }
-  }
+  int failed = 0;
+  _tp_heap_foreach(move_to_thp, &failed);
 }
 
 void _tp_heap_prefork(void) {

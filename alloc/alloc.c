@@ -95,8 +95,15 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   if (b != NULL) {
     if (b->count == 0) {
       unsigned want = b->cap / 2 ? b->cap / 2 : 1;
-      b->count = _tp_bin_fill(_tp_groups[g], c, b->e, want);
-      if (b->count == 0) return enomem();
+      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want);
+      if (n == 0) return enomem();
+      /* The cache pops from the top: reverse the batch so blocks come out in address order. */
+      for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
+        tp_entry_t t = b->e[i];
+        b->e[i] = b->e[j];
+        b->e[j] = t;
+      }
+      b->count = n;
     }
     e = b->e[--b->count];
   } else if (_tp_bin_fill(_tp_groups[g], c, &e, 1) == 0) {

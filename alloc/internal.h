@@ -243,6 +243,7 @@ typedef struct tp_heap_counters_s {
   size_t pages_returned;
   size_t reserved_bytes;
   size_t retained_hpages;
+  size_t fork_unshared;   /* hugetlb pages moved to THP before a fork (the pool was short) */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;

@@ -168,3 +168,27 @@ Test(group, null_group_means_the_default_placement) {
   cr_assert(tp_owns(p));
   tp_free(p);
 }
+
+Test(site, groups_are_bounded_and_later_sites_share_group_zero) {
+  unsigned bound = _tp_opt.site_groups, distinct_ids = 0, shared = 0;
+  static unsigned char seen[TP_MAX_GROUPS];
+  for (uintptr_t i = 0; i < bound + 50; i++) {
+    uintptr_t fake_site = 0x400000 + i * 40; /* fake return addresses: no code behind them */
+    unsigned g = _tp_site_group(fake_site);
+    cr_assert_eq(_tp_site_group(fake_site), g, "a site keeps its group");
+    if (g == TP_SHARED_GROUP) shared++;
+    else if (!seen[g]++) distinct_ids++;
+  }
+  cr_assert_leq(distinct_ids, bound);
+  cr_assert_geq(shared, 50);
+}
+
+Test(site, group_none_puts_every_site_in_the_shared_group) {
+  _tp_tc->mode = TP_GROUP_NONE; /* what group:none sets for every thread cache */
+  void *a = site_a(48), *b = site_b(48);
+  cr_assert_eq(_tp_hpage_of(a)->slot_slab[((uintptr_t)a >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
+  cr_assert_eq(_tp_hpage_of(b)->slot_slab[((uintptr_t)b >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
+  cr_assert_eq((uintptr_t)b, (uintptr_t)a + 48, "size-class placement: a=%p b=%p are neighbours", a, b);
+  tp_free(a);
+  tp_free(b);
+}

@@ -305,6 +305,7 @@ extern _Atomic ptrdiff_t _tp_global_live TP_INTERNAL;
  * slow paths only, so the peak is exact to within the thread caches' contents). */
 void _tp_stats_note_live(ptrdiff_t unused) TP_INTERNAL;
 void _tp_atexit_report(void) TP_INTERNAL;
+void _tp_stats_keep_stderr(void) TP_INTERNAL;
 
 /* ---- the generic paths (alloc.c) ----------------------------------------------------- */
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) TP_INTERNAL;

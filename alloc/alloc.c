@@ -1,0 +1,397 @@
+/* The malloc API. The fast paths come first: malloc pops the thread cache of its group and
+ * size class, free checks the block against the out-of-band metadata and pushes it back.
+ * Everything else (first use, refills, flushes, medium and large blocks, alignment) is the
+ * generic path below. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define RA() ((uintptr_t)__builtin_return_address(0))
+
+/* ---- messages ------------------------------------------------------------------------ */
+static void vmessage(const char *fmt, va_list ap) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf, "tlbpack: ");
+  n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+  if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
+  buf[n++] = '\n';
+  ssize_t w = write(2, buf, (size_t)n);
+  (void)w;
+}
+
+void _tp_message(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+}
+
+void _tp_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+  abort();
+}
+
+static TP_NOINLINE _Noreturn void invalid_free(const void *p, const char *why) {
+  _tp_fatal("invalid free of %p: %s", p, why);
+}
+static TP_NOINLINE _Noreturn void double_free(const void *p) { _tp_fatal("double free of %p", p); }
+
+/* ---- helpers ------------------------------------------------------------------------- */
+/* A store only: reading the byte first would cost a cache miss on every malloc, and it could
+ * only catch a bug of tlbpack's own (objects in caches are never live). */
+static inline void mark_live(tp_entry_t e) { __atomic_store_n(e.live, 1, __ATOMIC_RELAXED); }
+
+static inline void count_alloc(tp_tcache_t *tc, size_t sz) {
+  tc->nmalloc++;
+  tc->bytes_alloc += sz;
+  tc->live_bytes += (ptrdiff_t)sz;
+}
+
+static inline void count_free(tp_tcache_t *tc, size_t sz) {
+  tc->nfree++;
+  tc->live_bytes -= (ptrdiff_t)sz;
+}
+
+static TP_NOINLINE unsigned site_slow(tp_tcache_t *tc, uintptr_t ra, unsigned i) {
+  unsigned g = _tp_site_group(ra);
+  tc->site_ra[i] = ra;
+  tc->site_g[i] = (uint16_t)g;
+  return g;
+}
+
+static inline unsigned group_of(tp_tcache_t *tc, uintptr_t ra) {
+  if (TP_LIKELY(tc->mode == TP_GROUP_SITE)) {
+    unsigned i = (unsigned)(ra >> 3) & (TP_SITE_CACHE - 1);
+    if (TP_LIKELY(tc->site_ra[i] == ra)) return tc->site_g[i];
+    return site_slow(tc, ra, i);
+  }
+  return tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP;
+}
+
+static inline tp_tcache_t *tcache(void) {
+  tp_tcache_t *tc = _tp_tc;
+  return TP_LIKELY(tc != NULL) ? tc : _tp_tcache_init();
+}
+
+static void *enomem(void) {
+  errno = ENOMEM;
+  return NULL;
+}
+
+/* ---- small, medium, large ------------------------------------------------------------ */
+static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, int zero) {
+  tp_tbin_t *b = _tp_tbin_get(tc, g, c);
+  tp_entry_t e;
+  if (b != NULL) {
+    if (b->count == 0) {
+      unsigned want = b->cap / 2 ? b->cap / 2 : 1;
+      b->count = _tp_bin_fill(_tp_groups[g], c, b->e, want);
+      if (b->count == 0) return enomem();
+    }
+    e = b->e[--b->count];
+  } else if (_tp_bin_fill(_tp_groups[g], c, &e, 1) == 0) {
+    return enomem();
+  }
+  mark_live(e);
+  count_alloc(tc, _tp_classes[c].size);
+  _tp_stats_note_live(0);
+  if (zero) memset(e.p, 0, size);
+  return e.p;
+}
+
+
+static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
+  unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
+  tp_slab_t *s = _tp_meta_alloc(TP_BIG_META);
+  if (s == NULL) return enomem();
+  tp_hpage_t *h;
+  unsigned slot;
+  int zeroed;
+  tp_group_t *grp = _tp_groups[g];
+  void *mem = _tp_heap_alloc_slots(grp, n, &h, &slot, &zeroed);
+  if (mem == NULL) {
+    _tp_meta_free(s, TP_BIG_META);
+    return enomem();
+  }
+  s->base = (uintptr_t)mem;
+  s->size = n * (uint32_t)TP_SLOT;
+  s->nobj = 1;
+  s->group = (uint16_t)g;
+  s->kind = TP_SLAB_MEDIUM;
+  s->nslots = (uint8_t)n;
+  s->first_slot = (uint8_t)slot;
+  s->hp = h;
+  s->live = (uint8_t *)s->data;
+  __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
+  for (unsigned i = slot; i < slot + n; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
+  size_t bytes = atomic_fetch_add(&grp->slab_bytes, s->size) + s->size;
+  if (!grp->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE) grp->exclusive = 1;
+  count_alloc(tc, s->size);
+  _tp_stats_note_live(0);
+  if (zero && !zeroed) memset(mem, 0, size);
+  return mem;
+}
+
+static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero) {
+  if (size > ((size_t)1 << 46)) return enomem();
+  size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
+  tp_slab_t *s = _tp_meta_alloc(TP_BIG_META);
+  if (s == NULL) return enomem();
+  tp_hpage_t *h;
+  int zeroed;
+  void *mem = _tp_heap_alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, &h, &zeroed);
+  if (mem == NULL) {
+    _tp_meta_free(s, TP_BIG_META);
+    return enomem();
+  }
+  s->base = (uintptr_t)mem;
+  s->size = 0; /* usable size is nhpages * 2 MiB (may exceed 32 bits) */
+  s->nobj = 1;
+  s->group = (uint16_t)g;
+  s->kind = TP_SLAB_LARGE;
+  s->nhpages = (uint32_t)n;
+  s->hp = h;
+  s->live = (uint8_t *)s->data;
+  __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
+  h->owner = (uint16_t)g;
+  __atomic_store_n(&h->slot_slab[0], s, __ATOMIC_RELEASE);
+  count_alloc(tc, n * TP_HPAGE);
+  _tp_stats_note_live(0);
+  if (zero && !zeroed) memset(mem, 0, size);
+  return mem;
+}
+
+static inline size_t slab_usable(const tp_slab_t *s) {
+  return s->kind == TP_SLAB_LARGE ? (size_t)s->nhpages * TP_HPAGE : s->size;
+}
+
+void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
+  tp_tcache_t *tc = tcache();
+  if (TP_UNLIKELY(size > (size_t)PTRDIFF_MAX)) return enomem();
+  size_t req = size ? size : 1;
+  if (align > 16) {
+    if (align <= TP_PAGE && req <= TP_SMALL_MAX) {
+      size_t r = (req + align - 1) & ~(align - 1);
+      if (r <= TP_SMALL_MAX) {
+        unsigned c = _tp_class_of(r);
+        if (_tp_classes[c].size % align == 0) return alloc_small(tc, g, c, size, zero);
+      }
+    }
+    if (align <= TP_SLOT && req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, zero);
+    return alloc_large(tc, g, req, align, zero);
+  }
+  if (req <= TP_SMALL_MAX) return alloc_small(tc, g, _tp_class_of(req), size, zero);
+  if (req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, zero);
+  return alloc_large(tc, g, req, TP_HPAGE, zero);
+}
+
+/* ---- free ---------------------------------------------------------------------------- */
+static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
+  if ((uintptr_t)p != s->base) invalid_free(p, "points inside a block, not at its start");
+  /* An exchange, not a load and a store: two racing frees must not both release the run. */
+  if (!__atomic_exchange_n(&s->live[0], 0, __ATOMIC_ACQ_REL)) double_free(p);
+  size_t usable = slab_usable(s);
+  tp_tcache_t *tc = tcache();
+  count_free(tc, usable);
+  if (s->kind == TP_SLAB_MEDIUM) {
+    atomic_fetch_sub(&_tp_groups[s->group]->slab_bytes, s->size);
+    _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
+  } else {
+    _tp_heap_free_large(s->hp, s->nhpages);
+  }
+  _tp_meta_free(s, TP_BIG_META);
+  _tp_stats_note_live(0);
+}
+
+static TP_NOINLINE void free_small_slow(tp_slab_t *s, void *p, tp_entry_t e) {
+  tp_tcache_t *tc = tcache();
+  tp_tbin_t *b = _tp_tbin_get(tc, s->group, s->cls);
+  if (b == NULL) {
+    _tp_bin_flush(_tp_groups[s->group], s->cls, &e, 1);
+    return;
+  }
+  if (b->count == b->cap) _tp_tbin_flush(tc, s->group, s->cls, b, b->cap / 2);
+  b->e[b->count++] = e;
+  _tp_stats_note_live(0);
+}
+
+static TP_NOINLINE _Noreturn void free_unknown(void *p, tp_hpage_t *h) {
+  if (h == NULL) invalid_free(p, "not a block tlbpack handed out");
+  if (h->state == TP_HP_LARGE_TAIL) invalid_free(p, "points inside a large block");
+  if (((uintptr_t)p & (TP_SLOT - 1)) == 0) double_free(p); /* a released block's start */
+  invalid_free(p, "not a live block (already freed, or never handed out)");
+}
+
+static inline void free_block(void *p, tp_slab_t **slab_out) {
+  tp_hpage_t *h = _tp_hpage_of(p);
+  tp_slab_t *s = h ? __atomic_load_n(&h->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)],
+                                     __ATOMIC_ACQUIRE)
+                   : NULL;
+  if (TP_UNLIKELY(s == NULL)) free_unknown(p, h);
+  if (TP_UNLIKELY(s->kind != TP_SLAB_SMALL)) {
+    free_big(p, s);
+    return;
+  }
+  uintptr_t off = (uintptr_t)p - s->base;
+  uint32_t idx = (uint32_t)((off * s->recip) >> 40);
+  if (TP_UNLIKELY((uintptr_t)idx * s->size != off || idx >= s->nobj))
+    invalid_free(p, "points inside a block, not at its start");
+  uint8_t *live = &s->live[idx];
+  if (TP_UNLIKELY(!__atomic_load_n(live, __ATOMIC_RELAXED))) double_free(p);
+  __atomic_store_n(live, 0, __ATOMIC_RELAXED);
+  tp_entry_t e = {p, live};
+  tp_tcache_t *tc = _tp_tc;
+  tp_tgroup_t *tg;
+  tp_tbin_t *b;
+  if (TP_LIKELY(tc != NULL && (tg = tc->groups[s->group]) != NULL && (b = tg->bins[s->cls]) != NULL &&
+                b->count < b->cap)) {
+    count_free(tc, s->size);
+    b->e[b->count++] = e;
+    return;
+  }
+  count_free(tcache(), s->size);
+  free_small_slow(s, p, e);
+  (void)slab_out;
+}
+
+void _tp_free_checked(void *p) {
+  if (p) free_block(p, NULL);
+}
+
+size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
+  tp_hpage_t *h = _tp_hpage_of(p);
+  tp_slab_t *s = h ? h->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)] : NULL;
+  if (s == NULL) return 0;
+  if (slab_out) *slab_out = s;
+  if (s->kind != TP_SLAB_SMALL)
+    return (uintptr_t)p == s->base && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED) ? slab_usable(s) : 0;
+  uintptr_t off = (uintptr_t)p - s->base;
+  uint32_t idx = (uint32_t)((off * s->recip) >> 40);
+  if ((uintptr_t)idx * s->size != off || idx >= s->nobj) return 0;
+  if (!__atomic_load_n(&s->live[idx], __ATOMIC_RELAXED)) return 0;
+  return s->size;
+}
+
+/* ---- the public API ------------------------------------------------------------------ */
+static inline void *malloc_ra(size_t size, uintptr_t ra) {
+  tp_tcache_t *tc = _tp_tc;
+  if (TP_LIKELY(tc != NULL && size <= TP_SMALL_MAX)) {
+    unsigned g = group_of(tc, ra);
+    unsigned c = _tp_class_of(size);
+    tp_tgroup_t *tg = tc->groups[g];
+    tp_tbin_t *b;
+    if (TP_LIKELY(tg != NULL && (b = tg->bins[c]) != NULL && b->count > 0)) {
+      tp_entry_t e = b->e[--b->count];
+      mark_live(e);
+      count_alloc(tc, _tp_classes[c].size);
+      return e.p;
+    }
+    return alloc_small(tc, g, c, size, 0);
+  }
+  tc = tcache();
+  return _tp_alloc(size, 0, group_of(tc, ra), 0);
+}
+
+void *tp_malloc(size_t size) { return malloc_ra(size, RA()); }
+
+void *_tp_malloc_site(size_t size, uintptr_t site) { return malloc_ra(size, site); }
+
+void tp_free(void *p) {
+  if (p) free_block(p, NULL);
+}
+
+void *tp_calloc(size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) return enomem();
+  tp_tcache_t *tc = tcache();
+  return _tp_alloc(total, 0, group_of(tc, RA()), 1);
+}
+
+static void *realloc_ra(void *p, size_t size, uintptr_t ra) {
+  if (p == NULL) return malloc_ra(size, ra);
+  if (size == 0) { /* glibc: realloc(p, 0) frees and returns NULL */
+    free_block(p, NULL);
+    return NULL;
+  }
+  tp_slab_t *s = NULL;
+  size_t old = _tp_usable_size(p, &s);
+  if (old == 0) {
+    free_block(p, NULL); /* reports what is wrong with p and aborts */
+    return NULL;
+  }
+  if (size <= old && (size >= old / 2 || old <= 16)) return p;
+  void *q = _tp_alloc(size, 0, s->group, 0); /* keeps the block in its placement group */
+  if (q == NULL) return NULL;
+  memcpy(q, p, old < size ? old : size);
+  free_block(p, NULL);
+  return q;
+}
+
+void *tp_realloc(void *p, size_t size) { return realloc_ra(p, size, RA()); }
+
+void *tp_reallocarray(void *p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) return enomem();
+  return realloc_ra(p, total, RA());
+}
+
+static inline int pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
+
+void *tp_aligned_alloc(size_t alignment, size_t size) {
+  if (!pow2(alignment)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  tp_tcache_t *tc = tcache();
+  return _tp_alloc(size, alignment, group_of(tc, RA()), 0);
+}
+
+void *tp_memalign(size_t alignment, size_t size) {
+  if (alignment > ((size_t)1 << 40)) return enomem();
+  if (!pow2(alignment)) { /* glibc rounds up to the next power of two */
+    size_t a = 1;
+    while (a < alignment) a <<= 1;
+    alignment = a;
+  }
+  tp_tcache_t *tc = tcache();
+  return _tp_alloc(size, alignment, group_of(tc, RA()), 0);
+}
+
+int tp_posix_memalign(void **out, size_t alignment, size_t size) {
+  if (!pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
+  tp_tcache_t *tc = tcache();
+  int saved = errno;
+  void *p = _tp_alloc(size, alignment, group_of(tc, RA()), 0);
+  if (p == NULL) {
+    errno = saved;
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+void *tp_valloc(size_t size) {
+  tp_tcache_t *tc = tcache();
+  return _tp_alloc(size, TP_PAGE, group_of(tc, RA()), 0);
+}
+
+void *tp_pvalloc(size_t size) {
+  size_t r = (size + TP_PAGE - 1) & ~(size_t)(TP_PAGE - 1);
+  if (r < size) return enomem();
+  tp_tcache_t *tc = tcache();
+  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_of(tc, RA()), 0);
+}
+
+size_t tp_malloc_usable_size(const void *p) { return p ? _tp_usable_size(p, NULL) : 0; }
+
+int tp_owns(const void *p) { return p != NULL && _tp_usable_size(p, NULL) != 0; }

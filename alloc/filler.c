@@ -1,0 +1,64 @@
+/* The hpage filler: a group's hpages in buckets by slots used, so a new slab comes from the
+ * fullest hpage that still has room (the idea behind TCMalloc's HugePageFiller: fuller pages
+ * are less likely to empty, so fill them and let the others drain back to the pool).
+ * Pure bookkeeping over tp_hpage_t records; the caller holds the heap lock. */
+#include "internal.h"
+
+int _tp_slots_find_run(uint32_t used_mask, unsigned n) {
+  if (n == 0 || n > TP_SLOTS) return -1;
+  uint32_t free_mask = ~used_mask;
+  /* Bit i of m survives iff slots i..i+n-1 are all free. */
+  uint32_t m = free_mask;
+  for (unsigned k = 1; k < n && m; k++) m &= free_mask >> k;
+  if (n > 1) m &= (n == TP_SLOTS) ? 1u : ((1u << (TP_SLOTS - n + 1)) - 1);
+  return m ? __builtin_ctz(m) : -1;
+}
+
+static void list_push(tp_hpage_t **head, tp_hpage_t *h) {
+  h->prev = NULL;
+  h->next = *head;
+  if (*head) (*head)->prev = h;
+  *head = h;
+}
+
+static void list_unlink(tp_hpage_t **head, tp_hpage_t *h) {
+  if (h->prev) h->prev->next = h->next;
+  else *head = h->next;
+  if (h->next) h->next->prev = h->prev;
+  h->next = h->prev = NULL;
+}
+
+void _tp_filler_insert(tp_filler_t *f, tp_hpage_t *h) {
+  list_push(&f->bucket[h->nused], h);
+  h->listed = TP_LIST_FILLER;
+  f->hpages++;
+}
+
+void _tp_filler_remove(tp_filler_t *f, tp_hpage_t *h) {
+  list_unlink(&f->bucket[h->nused], h);
+  h->listed = TP_LIST_NONE;
+  f->hpages--;
+}
+
+tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) {
+  for (int used = (int)(TP_SLOTS - n); used >= 0; used--) {
+    for (tp_hpage_t *h = f->bucket[used]; h; h = h->next) {
+      int s = _tp_slots_find_run(h->used_mask, n);
+      if (s >= 0) {
+        *slot = s;
+        return h;
+      }
+    }
+  }
+  return NULL;
+}
+
+void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n, int u) {
+  uint32_t bits = (n == TP_SLOTS) ? TP_ALL_SLOTS : (((1u << n) - 1) << slot);
+  int listed = h->listed == TP_LIST_FILLER;
+  if (listed) list_unlink(&f->bucket[h->nused], h);
+  if (u) h->used_mask |= bits;
+  else h->used_mask &= ~bits;
+  h->nused = (uint16_t)__builtin_popcount(h->used_mask);
+  if (listed) list_push(&f->bucket[h->nused], h);
+}

@@ -1,0 +1,237 @@
+/* Placement groups: objects of one group share huge pages whatever their size class, apart
+ * from other groups. Groups come from allocation sites (default), threads, or the explicit
+ * tp_group_* API. Group 0 is shared: sites past the bound, and `group:none`. */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+tp_group_t *_tp_groups[TP_MAX_GROUPS];
+tp_group_t _tp_shared_group;
+
+static tp_lock_t groups_lock = TP_LOCK_INIT;
+static unsigned next_id = 1;
+static uint16_t free_ids[TP_MAX_GROUPS];
+static unsigned nfree_ids;
+static unsigned nsites, nthreads_groups;
+
+#define SITE_TABLE 4096
+static _Atomic uintptr_t site_key[SITE_TABLE];
+static uint16_t site_val[SITE_TABLE];
+static unsigned site_used;
+
+static void group_setup(tp_group_t *g, unsigned id, const char *name) {
+  g->id = (uint16_t)id;
+  for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock_reinit(&g->bins[c].lock);
+  if (name) snprintf(g->name, sizeof g->name, "%s", name);
+}
+
+void _tp_groups_init(void) {
+  group_setup(&_tp_shared_group, TP_SHARED_GROUP, "shared");
+  _tp_shared_group.exclusive = 1; /* it owns the shared hpages */
+  _tp_groups[TP_SHARED_GROUP] = &_tp_shared_group;
+}
+
+/* A new group id and record (groups_lock held); 0 when the table is full. */
+static tp_group_t *group_new(const char *name) {
+  unsigned id;
+  tp_group_t *g;
+  if (nfree_ids > 0) {
+    id = free_ids[--nfree_ids];
+    g = _tp_groups[id];
+    uint32_t gen = atomic_load(&g->gen);
+    memset(&g->filler, 0, sizeof g->filler);
+    atomic_store(&g->slab_bytes, 0);
+    g->exclusive = 0;
+    g->explicit_ = 0;
+    g->site = 0;
+    g->name[0] = 0;
+    atomic_store(&g->gen, gen); /* already bumped by destroy */
+  } else {
+    if (next_id >= TP_MAX_GROUPS) return NULL;
+    g = _tp_meta_alloc(sizeof(tp_group_t));
+    if (g == NULL) return NULL;
+    id = next_id++;
+    atomic_store(&g->gen, 1);
+  }
+  group_setup(g, id, name);
+  __atomic_store_n(&_tp_groups[id], g, __ATOMIC_RELEASE);
+  return g;
+}
+
+static inline size_t site_hash(uintptr_t ra) {
+  uint64_t x = (uint64_t)ra * 0x9E3779B97F4A7C15ull;
+  return (size_t)(x >> 40) & (SITE_TABLE - 1);
+}
+
+unsigned _tp_site_group(uintptr_t ra) {
+  size_t i = site_hash(ra);
+  for (unsigned probe = 0; probe < SITE_TABLE; probe++, i = (i + 1) & (SITE_TABLE - 1)) {
+    uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_acquire);
+    if (k == ra) return site_val[i];
+    if (k == 0) break;
+  }
+  /* Not found: create under the lock (sites past the bound share group 0). */
+  _tp_lock(&groups_lock);
+  unsigned id = TP_SHARED_GROUP;
+  if (site_used * 4 >= SITE_TABLE * 3) goto out; /* table crowded: shared, not remembered */
+  i = site_hash(ra);
+  for (;; i = (i + 1) & (SITE_TABLE - 1)) {
+    uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_relaxed);
+    if (k == ra) {
+      id = site_val[i];
+      goto out;
+    }
+    if (k == 0) break;
+  }
+  if (nsites < _tp_opt.site_groups) {
+    tp_group_t *g = group_new(NULL);
+    if (g) {
+      g->site = ra;
+      snprintf(g->name, sizeof g->name, "site:%#lx", (unsigned long)ra);
+      id = g->id;
+      nsites++;
+    }
+  }
+  site_val[i] = (uint16_t)id;
+  atomic_store_explicit(&site_key[i], ra, memory_order_release);
+  site_used++;
+out:
+  _tp_unlock(&groups_lock);
+  return id;
+}
+
+unsigned _tp_thread_group(void) {
+  _tp_lock(&groups_lock);
+  unsigned id = TP_SHARED_GROUP;
+  if (nthreads_groups < _tp_opt.site_groups) {
+    tp_group_t *g = group_new(NULL);
+    if (g) {
+      snprintf(g->name, sizeof g->name, "thread:%u", nthreads_groups);
+      id = g->id;
+      nthreads_groups++;
+    }
+  }
+  _tp_unlock(&groups_lock);
+  return id;
+}
+
+tp_group_t *tp_group_create(const char *name) {
+  if (atomic_load(&_tp_ready) == 0) _tp_init();
+  _tp_lock(&groups_lock);
+  tp_group_t *g = group_new(name ? name : "");
+  if (g) {
+    g->explicit_ = 1;
+    g->exclusive = 1;
+  }
+  _tp_unlock(&groups_lock);
+  return g;
+}
+
+static tp_group_t *checked(const tp_group_t *g, const char *fn) {
+  if (g == NULL) return NULL;
+  if (g->id == 0 || g->id >= TP_MAX_GROUPS || _tp_groups[g->id] != g || !g->explicit_)
+    _tp_fatal("%s: %p is not a live group from tp_group_create", fn, (const void *)g);
+  return (tp_group_t *)g;
+}
+
+void tp_group_destroy(tp_group_t *g) {
+  if (g == NULL) return;
+  checked(g, "tp_group_destroy");
+  atomic_fetch_add(&g->gen, 1); /* thread caches holding its objects drop them */
+  _tp_bin_release_all(g);
+  _tp_lock(&groups_lock);
+  g->explicit_ = 0;
+  free_ids[nfree_ids++] = g->id;
+  _tp_unlock(&groups_lock);
+}
+
+void *tp_group_malloc(tp_group_t *g, size_t size) {
+  if (g == NULL) return tp_malloc(size);
+  checked(g, "tp_group_malloc");
+  return _tp_alloc(size, 0, g->id, 0);
+}
+
+void *tp_group_calloc(tp_group_t *g, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (g == NULL) return tp_calloc(count, size);
+  checked(g, "tp_group_calloc");
+  return _tp_alloc(total, 0, g->id, 1);
+}
+
+void *tp_group_realloc(tp_group_t *g, void *p, size_t size) {
+  if (g == NULL) return tp_realloc(p, size);
+  checked(g, "tp_group_realloc");
+  if (p == NULL) return _tp_alloc(size, 0, g->id, 0);
+  size_t old = _tp_usable_size(p, NULL);
+  if (size <= old && size >= old / 2) return p;
+  void *q = _tp_alloc(size, 0, g->id, 0);
+  if (q == NULL) return NULL;
+  memcpy(q, p, old < size ? old : size);
+  _tp_free_checked(p);
+  return q;
+}
+
+typedef struct { const tp_group_t *g; tp_group_stats_t *st; } gstat_t;
+
+static void gstat_page(tp_hpage_t *h, void *arg) {
+  gstat_t *a = arg;
+  int counted = 0;
+  if (h->state == TP_HP_ACTIVE) {
+    for (unsigned i = 0; i < TP_SLOTS; i++) {
+      tp_slab_t *s = h->slot_slab[i];
+      if (s == NULL || s->first_slot != i || s->group != a->g->id) continue;
+      size_t live = 0;
+      for (unsigned o = 0; o < s->nobj; o++) live += __atomic_load_n(&s->live[o], __ATOMIC_RELAXED) != 0;
+      a->st->objects += live;
+      a->st->bytes += live * s->size;
+      if (live && !counted) {
+        a->st->huge_pages++;
+        counted = 1;
+      }
+    }
+  } else if (h->state == TP_HP_LARGE) {
+    tp_slab_t *s = h->slot_slab[0];
+    if (s && s->group == a->g->id && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED)) {
+      a->st->objects++;
+      a->st->bytes += s->size;
+      a->st->huge_pages += s->nhpages;
+    }
+  }
+}
+
+void tp_group_stats(const tp_group_t *g, tp_group_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  if (g == NULL) return;
+  checked(g, "tp_group_stats");
+  gstat_t a = {g, out};
+  _tp_lock(&_tp_heap_lock);
+  _tp_heap_foreach(gstat_page, &a);
+  _tp_unlock(&_tp_heap_lock);
+}
+
+void _tp_groups_prefork(void) {
+  _tp_lock(&groups_lock);
+  for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
+    tp_group_t *g = _tp_groups[i];
+    if (g)
+      for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->bins[c].lock);
+  }
+}
+
+void _tp_groups_postfork(int child) {
+  for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
+    tp_group_t *g = _tp_groups[i];
+    if (g)
+      for (unsigned c = 0; c < TP_NCLASSES; c++) {
+        if (child) _tp_lock_reinit(&g->bins[c].lock);
+        else _tp_unlock(&g->bins[c].lock);
+      }
+  }
+  if (child) _tp_lock_reinit(&groups_lock);
+  else _tp_unlock(&groups_lock);
+}

@@ -1,0 +1,339 @@
+/* The heap: reserved address space grown in large contiguous chunks (each placed right after
+ * the previous one when the kernel allows, so the page-table tree stays small), the records
+ * of its hpages, backing them from the pool, and giving empty ones back beyond the retain
+ * limit. Policy (which hpage a slab goes to) is in filler.c; this file is the mechanism. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "internal.h"
+
+tp_block_t *_tp_map[TP_MAP_ENTRIES];
+tp_lock_t _tp_heap_lock = TP_LOCK_INIT;
+tp_heap_counters_t _tp_heap_ctr;
+
+#define TP_MAX_CHUNKS 256
+typedef struct { uintptr_t start, end; } tp_chunk_t;
+static tp_chunk_t chunks[TP_MAX_CHUNKS];
+static unsigned nchunks;
+static uintptr_t cursor, cursor_end; /* never-used hpages of the newest chunk */
+static tp_hpage_t *free_list;        /* reserved, not backed (used before) */
+static tp_hpage_t *empty_list;       /* backed and empty: reused first */
+static size_t nfree_hp, nempty_hp;
+static size_t chunk_bytes = (size_t)1 << 30;
+static uint64_t clock_;
+
+static void push(tp_hpage_t **head, tp_hpage_t *h, int which) {
+  h->prev = NULL;
+  h->next = *head;
+  if (*head) (*head)->prev = h;
+  *head = h;
+  h->listed = (uint8_t)which;
+}
+
+static void unlink_(tp_hpage_t **head, tp_hpage_t *h) {
+  if (h->prev) h->prev->next = h->next;
+  else *head = h->next;
+  if (h->next) h->next->prev = h->prev;
+  h->next = h->prev = NULL;
+  h->listed = TP_LIST_NONE;
+}
+
+static void take_off_list(tp_hpage_t *h) {
+  if (h->listed == TP_LIST_FREE) {
+    unlink_(&free_list, h);
+    nfree_hp--;
+  } else if (h->listed == TP_LIST_EMPTY) {
+    unlink_(&empty_list, h);
+    nempty_hp--;
+  }
+}
+
+void _tp_heap_init(void) {
+  struct rlimit rl;
+  /* Under an address-space limit, reserve modestly: the reservation itself counts. */
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) chunk_bytes = (size_t)64 << 20;
+}
+
+/* Hpage records for [start, end): meta blocks are created on first use. */
+static int register_range(uintptr_t start, uintptr_t end) {
+  for (uintptr_t a = start; a < end; a += TP_HPAGE) {
+    size_t bi = a >> TP_BLOCK_SHIFT;
+    if (_tp_map[bi] == NULL) {
+      tp_block_t *b = _tp_meta_alloc(sizeof(tp_block_t));
+      if (b == NULL) return -1;
+      __atomic_store_n(&_tp_map[bi], b, __ATOMIC_RELEASE);
+    }
+    tp_hpage_t *h = _tp_hpage_of((void *)a);
+    h->addr = a;
+    h->state = TP_HP_FREE;
+  }
+  return 0;
+}
+
+/* Makes sure the newest chunk has at least `bytes` of never-used space after aligning the
+ * cursor to `align`. */
+static int grow(size_t bytes, size_t align) {
+  uintptr_t aligned = (cursor + align - 1) & ~(uintptr_t)(align - 1);
+  if (cursor != 0 && aligned + bytes <= cursor_end) return 0;
+  if (nchunks == TP_MAX_CHUNKS) return -1;
+  size_t want = chunk_bytes;
+  if (want < bytes + align) want = (bytes + align + chunk_bytes - 1) & ~(chunk_bytes - 1);
+  size_t need = bytes + align; /* room for an aligned run of `bytes` wherever it lands */
+  if (want < need) want = need;
+  void *hint = cursor_end ? (void *)cursor_end : NULL;
+  void *p = NULL;
+  for (size_t len = want;; len = len / 2 > need ? len / 2 : need) {
+    if (nchunks == 0 && len >= ((size_t)1 << 30)) /* the first chunk starts a page directory */
+      p = _tp_os_reserve(hint, len, (size_t)1 << 30);
+    if (p == NULL) p = _tp_os_reserve(hint, len, TP_HPAGE);
+    if (p != NULL) {
+      want = len;
+      break;
+    }
+    if (len == need) break;
+  }
+  if (p == NULL) return -1;
+  uintptr_t s = (uintptr_t)p, e = s + want;
+  if (register_range(s, e) != 0) return -1;
+  _tp_heap_ctr.reserved_bytes += want;
+  if (s == cursor_end && nchunks > 0) {
+    chunks[nchunks - 1].end = e; /* contiguous: the chunk simply grows */
+  } else {
+    /* Leftover never-used hpages of the old chunk join the free list. */
+    for (uintptr_t a = cursor; a < cursor_end; a += TP_HPAGE) {
+      push(&free_list, _tp_hpage_of((void *)a), TP_LIST_FREE);
+      nfree_hp++;
+    }
+    chunks[nchunks].start = s;
+    chunks[nchunks].end = e;
+    nchunks++;
+    cursor = s;
+  }
+  cursor_end = e;
+  return 0;
+}
+
+static int want_source(void) {
+  switch (_tp_opt.pool) {
+  case TP_POOL_THP: return TP_SRC_THP;
+  case TP_POOL_4K: return TP_SRC_4K;
+  default: return TP_SRC_HUGETLBFS;
+  }
+}
+
+static int back(tp_hpage_t *h) {
+  unsigned fb = 0;
+  int node = _tp_os_current_node();
+  int src = _tp_os_back((void *)h->addr, want_source(), &fb, node);
+  _tp_heap_ctr.fallbacks += fb;
+  if (src == TP_SRC_NONE) return -1;
+  h->source = (uint8_t)src;
+  h->node = (uint8_t)(node & 7);
+  h->fresh_mask = TP_ALL_SLOTS;
+  _tp_heap_ctr.pages_by_source[src]++;
+  _tp_heap_ctr.pages_by_node[h->node]++;
+  return 0;
+}
+
+static void decommit(tp_hpage_t *h) {
+  _tp_os_decommit((void *)h->addr, TP_HPAGE);
+  _tp_heap_ctr.pages_by_source[h->source]--;
+  _tp_heap_ctr.pages_by_node[h->node]--;
+  _tp_heap_ctr.pages_returned++;
+  h->source = TP_SRC_NONE;
+  h->state = TP_HP_FREE;
+  h->fresh_mask = 0;
+}
+
+/* One backed, empty hpage: a retained one first (prefer this node's), then address space. */
+static tp_hpage_t *get_hpage(void) {
+  tp_hpage_t *h = NULL;
+  if (empty_list) {
+    int node = _tp_os_current_node() & 7;
+    for (tp_hpage_t *e = empty_list; e; e = e->next)
+      if (e->node == node) { h = e; break; }
+    if (h == NULL) h = empty_list;
+    take_off_list(h);
+    return h;
+  }
+  if (free_list) {
+    h = free_list;
+    take_off_list(h);
+  } else {
+    if (grow(TP_HPAGE, TP_HPAGE) != 0) return NULL;
+    h = _tp_hpage_of((void *)cursor);
+    cursor += TP_HPAGE;
+  }
+  if (back(h) != 0) {
+    push(&free_list, h, TP_LIST_FREE);
+    nfree_hp++;
+    return NULL;
+  }
+  h->state = TP_HP_EMPTY;
+  return h;
+}
+
+/* An hpage with nothing left on it: retained for reuse, or given back beyond the limit. */
+static void make_empty(tp_hpage_t *h) {
+  h->state = TP_HP_EMPTY;
+  h->owner = 0;
+  h->used_mask = 0;
+  h->nused = 0;
+  h->last_use = ++clock_;
+  memset(h->slot_slab, 0, sizeof h->slot_slab);
+  if ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
+    decommit(h);
+    push(&free_list, h, TP_LIST_FREE);
+    nfree_hp++;
+  } else {
+    push(&empty_list, h, TP_LIST_EMPTY);
+    nempty_hp++;
+  }
+}
+
+void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigned *slot_out,
+                           int *zeroed) {
+  _tp_lock(&_tp_heap_lock);
+  tp_group_t *owner = g->exclusive ? g : &_tp_shared_group;
+  int slot = -1;
+  tp_hpage_t *h = NULL;
+  /* A young group keeps to the shared hpage it already uses: its first slabs stay together. */
+  tp_hpage_t *y = g->exclusive ? NULL : g->young_hp;
+  if (y && y->state == TP_HP_ACTIVE && y->owner == TP_SHARED_GROUP && (slot = _tp_slots_find_run(y->used_mask, n)) >= 0)
+    h = y;
+  else
+    h = _tp_filler_pick(&owner->filler, n, &slot);
+  if (h == NULL) {
+    h = get_hpage();
+    if (h == NULL) {
+      _tp_unlock(&_tp_heap_lock);
+      return NULL;
+    }
+    h->state = TP_HP_ACTIVE;
+    h->owner = owner->id;
+    h->used_mask = 0;
+    h->nused = 0;
+    _tp_filler_insert(&owner->filler, h);
+    slot = 0;
+  }
+  uint32_t bits = (n == TP_SLOTS) ? TP_ALL_SLOTS : (((1u << n) - 1) << slot);
+  *zeroed = (h->fresh_mask & bits) == bits;
+  h->fresh_mask &= ~bits;
+  _tp_filler_update(&owner->filler, h, (unsigned)slot, n, 1);
+  if (!g->exclusive) g->young_hp = h;
+  _tp_unlock(&_tp_heap_lock);
+  *hp_out = h;
+  *slot_out = (unsigned)slot;
+  return (void *)(h->addr + ((uintptr_t)slot << TP_SLOT_SHIFT));
+}
+
+void _tp_heap_free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
+  _tp_lock(&_tp_heap_lock);
+  tp_group_t *owner = _tp_groups[h->owner];
+  for (unsigned i = slot; i < slot + n; i++) h->slot_slab[i] = NULL;
+  _tp_filler_update(&owner->filler, h, slot, n, 0);
+  if (h->nused == 0) {
+    _tp_filler_remove(&owner->filler, h);
+    make_empty(h);
+  }
+  _tp_unlock(&_tp_heap_lock);
+}
+
+/* A run of n hpages whose records are FREE or EMPTY, starting at an aligned address. */
+static tp_hpage_t *find_run(size_t n, size_t align) {
+  if (nfree_hp + nempty_hp < n) return NULL;
+  for (unsigned c = 0; c < nchunks; c++) {
+    uintptr_t lim = (c == nchunks - 1) ? cursor : chunks[c].end;
+    uintptr_t a = (chunks[c].start + align - 1) & ~(uintptr_t)(align - 1);
+    while (a + n * TP_HPAGE <= lim) {
+      size_t i = 0;
+      for (; i < n; i++) {
+        uint8_t st = _tp_hpage_of((void *)(a + i * TP_HPAGE))->state;
+        if (st != TP_HP_FREE && st != TP_HP_EMPTY) break;
+      }
+      if (i == n) return _tp_hpage_of((void *)a);
+      a = (a + (i + 1) * TP_HPAGE + align - 1) & ~(uintptr_t)(align - 1);
+    }
+  }
+  return NULL;
+}
+
+void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroed) {
+  if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
+  _tp_lock(&_tp_heap_lock);
+  tp_hpage_t *h = find_run(n, align);
+  uintptr_t a;
+  if (h != NULL) {
+    a = h->addr;
+  } else {
+    if (grow(n * TP_HPAGE, align) != 0) {
+      _tp_unlock(&_tp_heap_lock);
+      return NULL;
+    }
+    uintptr_t aligned = (cursor + align - 1) & ~(uintptr_t)(align - 1);
+    for (; cursor < aligned; cursor += TP_HPAGE) { /* skipped hpages stay usable */
+      push(&free_list, _tp_hpage_of((void *)cursor), TP_LIST_FREE);
+      nfree_hp++;
+    }
+    a = cursor;
+    cursor += n * TP_HPAGE;
+  }
+  int zero = 1;
+  for (size_t i = 0; i < n; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+    take_off_list(x);
+    if (x->state == TP_HP_FREE) {
+      if (back(x) != 0) {
+        /* Out of memory even for 4 KiB pages: undo what this call backed or took. */
+        for (size_t j = 0; j < i; j++) make_empty(_tp_hpage_of((void *)(a + j * TP_HPAGE)));
+        push(&free_list, x, TP_LIST_FREE);
+        nfree_hp++;
+        for (size_t j = i + 1; j < n; j++) {
+          tp_hpage_t *y = _tp_hpage_of((void *)(a + j * TP_HPAGE));
+          if (y->listed == TP_LIST_NONE) {
+            push(y->state == TP_HP_EMPTY ? &empty_list : &free_list, y,
+                 y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
+            if (y->state == TP_HP_EMPTY) nempty_hp++;
+            else nfree_hp++;
+          }
+        }
+        _tp_unlock(&_tp_heap_lock);
+        return NULL;
+      }
+    } else if (x->fresh_mask != TP_ALL_SLOTS) {
+      zero = 0;
+    }
+    x->state = i == 0 ? TP_HP_LARGE : TP_HP_LARGE_TAIL;
+    x->fresh_mask = 0;
+    x->used_mask = TP_ALL_SLOTS;
+    x->nused = TP_SLOTS;
+  }
+  _tp_unlock(&_tp_heap_lock);
+  *hp_out = _tp_hpage_of((void *)a);
+  *zeroed = zero;
+  return (void *)a;
+}
+
+void _tp_heap_free_large(tp_hpage_t *h, size_t n) {
+  _tp_lock(&_tp_heap_lock);
+  uintptr_t a = h->addr;
+  for (size_t i = 0; i < n; i++) make_empty(_tp_hpage_of((void *)(a + i * TP_HPAGE)));
+  _tp_unlock(&_tp_heap_lock);
+}
+
+void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) {
+  for (unsigned c = 0; c < nchunks; c++) {
+    uintptr_t lim = (c == nchunks - 1) ? cursor : chunks[c].end;
+    for (uintptr_t a = chunks[c].start; a < lim; a += TP_HPAGE) fn(_tp_hpage_of((void *)a), arg);
+  }
+}
+
+void _tp_heap_prefork(void) { _tp_lock(&_tp_heap_lock); }
+void _tp_heap_postfork(int child) {
+  if (child) _tp_lock_reinit(&_tp_heap_lock);
+  else _tp_unlock(&_tp_heap_lock);
+}

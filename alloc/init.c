@@ -1,0 +1,74 @@
+/* Start-up in two phases. The core (options, size classes, the heap) needs nothing from libc
+ * that allocates, so the first malloc of the process can run it. The late phase (thread-exit
+ * key, fork handlers, pool discovery through libhugetlbfs and libnuma) may allocate, and it
+ * needs those libraries' own constructors to have run, so it runs from tlbpack's constructor
+ * (after its dependencies'): memory taken before that comes through MAP_HUGETLB. */
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+_Atomic int _tp_ready;
+static atomic_flag init_busy = ATOMIC_FLAG_INIT;
+static _Atomic int late_started;
+static int conf_warnings;
+
+static void prefork(void) {
+  _tp_tcache_prefork();
+  _tp_groups_prefork();
+  _tp_heap_prefork();
+  _tp_meta_prefork();
+}
+static void postfork_parent(void) {
+  _tp_meta_postfork(0);
+  _tp_heap_postfork(0);
+  _tp_groups_postfork(0);
+  _tp_tcache_postfork(0);
+}
+static void postfork_child(void) {
+  _tp_meta_postfork(1);
+  _tp_heap_postfork(1);
+  _tp_groups_postfork(1);
+  _tp_tcache_postfork(1);
+}
+
+static void init_core(void) {
+  while (atomic_flag_test_and_set_explicit(&init_busy, memory_order_acquire)) sched_yield();
+  if (atomic_load(&_tp_ready) == 0) {
+    conf_warnings = _tp_options_parse(&_tp_opt, getenv("TLBPACK_CONF"), NULL);
+    _tp_classes_init();
+    _tp_groups_init();
+    _tp_heap_init();
+    atomic_store_explicit(&_tp_ready, 1, memory_order_release);
+  }
+  atomic_flag_clear_explicit(&init_busy, memory_order_release);
+}
+
+static void init_late(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&late_started, &expected, 1)) return;
+  if (conf_warnings) { /* printed now that stdio may allocate */
+    tp_options_t scratch;
+    _tp_options_parse(&scratch, getenv("TLBPACK_CONF"), stderr);
+  }
+  _tp_tcache_key_init();
+  pthread_atfork(prefork, postfork_parent, postfork_child);
+  _tp_os_discover();
+  atomic_store(&_tp_ready, 2);
+  if (_tp_opt.verbose)
+    _tp_message("ready: pool=%d 2m=%d hugetlbfs_mount=%s fd=%d numa_nodes=%d numa_mode=%d", _tp_opt.pool,
+                _tp_os.has_2m, _tp_os.mount[0] ? _tp_os.mount : "none", _tp_os.fd, _tp_os.numa_nodes,
+                _tp_os.numa_mode);
+}
+
+void _tp_init(void) {
+  if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) init_core();
+}
+
+__attribute__((constructor)) static void tp_constructor(void) {
+  if (_tp_tc == NULL) _tp_tcache_init();
+  init_late(); /* the calling thread has its cache: allocations made here recurse safely */
+}
+
+__attribute__((destructor)) static void tp_destructor(void) { _tp_atexit_report(); }

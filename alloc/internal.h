@@ -1,0 +1,315 @@
+/* tlbpack internal types and cross-file functions (_tp_ prefix). Not installed.
+ *
+ * Memory flows OS -> huge pages (2 MiB, "hpages") -> slot runs (64 KiB slots, 32 per hpage)
+ * -> slabs of one size class -> objects. All metadata lives out of band (meta.c), reached
+ * from an address through a two-level map: 1 GiB blocks -> 512 hpage records.
+ */
+#ifndef TP_INTERNAL_H
+#define TP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tlbpack.h"
+
+#define TP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TP_INTERNAL __attribute__((visibility("hidden")))
+#define TP_NOINLINE __attribute__((noinline))
+
+#define TP_HPAGE_SHIFT 21
+#define TP_HPAGE ((size_t)1 << TP_HPAGE_SHIFT)
+#define TP_SLOT_SHIFT 16
+#define TP_SLOT ((size_t)1 << TP_SLOT_SHIFT)
+#define TP_SLOTS (TP_HPAGE / TP_SLOT) /* 32 */
+#define TP_PAGE 4096
+#define TP_BLOCK_SHIFT 30 /* the address map's first level: 1 GiB */
+#define TP_MAP_ENTRIES ((size_t)1 << (47 - TP_BLOCK_SHIFT))
+#define TP_ALL_SLOTS 0xffffffffu
+
+/* ---- size classes (sizeclass.c) ------------------------------------------------------ */
+#define TP_NCLASSES 52
+#define TP_SMALL_MAX ((size_t)256 << 10) /* largest slab class */
+#define TP_MEDIUM_MAX (TP_HPAGE - TP_SLOT) /* larger requests get whole hpages */
+
+typedef struct tp_class_s {
+  uint32_t size;   /* object size */
+  uint32_t nobj;   /* objects per slab */
+  uint8_t nslots;  /* slab length in 64 KiB slots */
+  uint8_t nwords;  /* bitmap words */
+  uint16_t tcache_cap;
+  uint64_t recip;  /* (off * recip) >> 40 == off / size for off < 2 MiB */
+} tp_class_t;
+
+extern tp_class_t _tp_classes[TP_NCLASSES] TP_INTERNAL;
+void _tp_classes_init(void) TP_INTERNAL;
+
+static inline unsigned _tp_class_of(size_t n) {
+  if (n <= 128) return n == 0 ? 0 : (unsigned)((n - 1) >> 4);
+  size_t x = n - 1;
+  unsigned e = 63u - (unsigned)__builtin_clzl(x);
+  size_t base = (size_t)1 << e;
+  unsigned k = (unsigned)((x - base) >> (e - 2));
+  return 8 + (e - 7) * 4 + k;
+}
+
+/* ---- options (options.c) ------------------------------------------------------------- */
+enum { TP_POOL_AUTO, TP_POOL_HUGETLBFS, TP_POOL_THP, TP_POOL_4K };
+enum { TP_GROUP_SITE, TP_GROUP_THREAD, TP_GROUP_NONE };
+enum { TP_NUMA_DEFAULT, TP_NUMA_LOCAL, TP_NUMA_INTERLEAVE, TP_NUMA_OFF };
+enum { TP_STATS_OFF, TP_STATS_TEXT, TP_STATS_JSON };
+
+typedef struct tp_options_s {
+  int stats;
+  int pool;
+  int group;
+  int numa;
+  int verbose;
+  size_t retain_bytes;
+  unsigned site_groups;       /* bound on allocation-site groups */
+  size_t exclusive_bytes;     /* a group gets hpages of its own past this many slab bytes */
+  char regions_path[256];
+} tp_options_t;
+
+extern tp_options_t _tp_opt TP_INTERNAL;
+/* Parses a TLBPACK_CONF string into opt (defaults first). Warnings go to `warn` (may be NULL).
+ * Returns the number of warnings. Pure: usable by unit tests and fuzzers. */
+int _tp_options_parse(tp_options_t *opt, const char *conf, FILE *warn) TP_INTERNAL;
+void _tp_options_defaults(tp_options_t *opt) TP_INTERNAL;
+
+/* ---- messages (alloc.c) -------------------------------------------------------------- */
+void _tp_message(const char *fmt, ...) TP_INTERNAL __attribute__((format(printf, 1, 2)));
+_Noreturn void _tp_fatal(const char *fmt, ...) TP_INTERNAL __attribute__((format(printf, 1, 2)));
+
+/* ---- locks --------------------------------------------------------------------------- */
+typedef pthread_mutex_t tp_lock_t;
+#define TP_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
+static inline void _tp_lock(tp_lock_t *l) { pthread_mutex_lock(l); }
+static inline void _tp_unlock(tp_lock_t *l) { pthread_mutex_unlock(l); }
+static inline void _tp_lock_reinit(tp_lock_t *l) { pthread_mutex_init(l, NULL); }
+
+/* ---- metadata allocator (meta.c): out-of-band, never returns memory ------------------ */
+void *_tp_meta_alloc(size_t size) TP_INTERNAL;  /* zeroed, 64-byte aligned */
+void _tp_meta_free(void *p, size_t size) TP_INTERNAL;
+void _tp_meta_prefork(void) TP_INTERNAL;
+void _tp_meta_postfork(int child) TP_INTERNAL;
+size_t _tp_meta_bytes(void) TP_INTERNAL;
+
+/* ---- OS primitives (os.c, contract in prim.h) ---------------------------------------- */
+#include "prim.h"
+
+/* ---- slabs and objects --------------------------------------------------------------- */
+enum { TP_SLAB_SMALL = 1, TP_SLAB_MEDIUM = 2, TP_SLAB_LARGE = 3 };
+#define TP_BIG_META (sizeof(tp_slab_t) + sizeof(uint64_t)) /* medium / large record */
+
+typedef struct tp_hpage_s tp_hpage_t;
+typedef struct tp_slab_s tp_slab_t;
+
+struct tp_slab_s {
+  uintptr_t base;        /* first object */
+  uint64_t recip;
+  uint32_t size;         /* object size (small), usable bytes (medium / large) */
+  uint32_t nobj;
+  uint16_t cls;
+  uint16_t group;        /* the group whose bins this slab belongs to */
+  uint8_t kind;
+  uint8_t nslots;        /* small / medium: run length in slots */
+  uint8_t first_slot;
+  uint8_t zeroed;        /* medium / large: memory known to be zero */
+  uint32_t nhpages;      /* large: run length in hpages */
+  tp_hpage_t *hp;        /* first hpage */
+  /* Protected by the owning bin's lock: */
+  tp_slab_t *next, *prev;
+  uint32_t navail;       /* objects in the slab (not in any thread cache, not live) */
+  uint32_t avail_hint;   /* first bitmap word that may have an available object */
+  uint8_t in_partial;
+  uint8_t nwords;
+  uint64_t *avail;       /* 1 = available in the slab (bin lock) */
+  /* One byte per object, 1 = handed to the program. Bytes, not bits: distinct objects never
+   * share a memory location, so frees from any thread need no locked instruction. */
+  uint8_t *live;
+  uint64_t data[];       /* avail words, then live bytes */
+};
+
+/* hpage states */
+enum {
+  TP_HP_NONE = 0,  /* not part of the heap */
+  TP_HP_FREE,      /* reserved address space, not backed */
+  TP_HP_EMPTY,     /* backed, nothing carved (retained for reuse) */
+  TP_HP_ACTIVE,    /* carved into slot runs */
+  TP_HP_LARGE,     /* first hpage of a large object */
+  TP_HP_LARGE_TAIL
+};
+enum { TP_SRC_NONE = 0, TP_SRC_HUGETLBFS, TP_SRC_HUGETLB, TP_SRC_THP, TP_SRC_4K, TP_SRC_COUNT };
+
+struct tp_hpage_s {
+  uint8_t state;
+  uint8_t source;
+  uint8_t node;
+  uint8_t listed;        /* which list holds it (TP_LIST_*) */
+  uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
+  uint16_t nused;        /* slots in use */
+  uint32_t used_mask;    /* bit i: slot i carved */
+  uint32_t fresh_mask;   /* bit i: slot i untouched since backing (reads as zero) */
+  tp_slab_t *slot_slab[TP_SLOTS];
+  tp_hpage_t *next, *prev;
+  uintptr_t addr;
+  uint64_t last_use;     /* heap clock when it became empty */
+};
+
+enum { TP_LIST_NONE = 0, TP_LIST_FREE, TP_LIST_EMPTY, TP_LIST_FILLER };
+
+typedef struct tp_block_s { tp_hpage_t hp[1u << (TP_BLOCK_SHIFT - TP_HPAGE_SHIFT)]; } tp_block_t;
+extern tp_block_t *_tp_map[TP_MAP_ENTRIES] TP_INTERNAL;
+
+static inline tp_hpage_t *_tp_hpage_of(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  if (TP_UNLIKELY(a >> 47)) return NULL;
+  tp_block_t *b = _tp_map[a >> TP_BLOCK_SHIFT];
+  if (TP_UNLIKELY(b == NULL)) return NULL;
+  return &b->hp[(a >> TP_HPAGE_SHIFT) & ((1u << (TP_BLOCK_SHIFT - TP_HPAGE_SHIFT)) - 1)];
+}
+
+/* ---- the hpage filler: a group's hpages bucketed by slots used (filler.c) ------------
+ * Pure bookkeeping over tp_hpage_t records: unit-testable at fake addresses. */
+typedef struct tp_filler_s {
+  tp_hpage_t *bucket[TP_SLOTS + 1]; /* by nused; bucket[TP_SLOTS] holds full hpages */
+  size_t hpages;
+} tp_filler_t;
+
+int _tp_slots_find_run(uint32_t used_mask, unsigned n); /* first index of n free slots, -1 */
+void _tp_filler_insert(tp_filler_t *f, tp_hpage_t *h) TP_INTERNAL;
+void _tp_filler_remove(tp_filler_t *f, tp_hpage_t *h) TP_INTERNAL;
+/* The fullest hpage with a run of n free slots, or NULL. */
+tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) TP_INTERNAL;
+/* Marks slots [slot, slot+n) used (u=1) or free (u=0), keeping the filler's buckets right. */
+void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n, int u) TP_INTERNAL;
+
+/* ---- groups (group.c) ---------------------------------------------------------------- */
+#define TP_MAX_GROUPS 1024
+#define TP_SHARED_GROUP 0
+
+typedef struct tp_bin_s {
+  tp_lock_t lock;
+  tp_slab_t *partial;    /* slabs with available objects */
+  size_t slabs;
+} tp_bin_t;
+
+struct tp_group_s {
+  uint16_t id;
+  uint8_t explicit_;     /* created with tp_group_create */
+  uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
+  _Atomic uint32_t gen;  /* bumped by destroy: thread caches drop stale entries */
+  _Atomic size_t slab_bytes;
+  uintptr_t site;        /* allocation site for site groups */
+  char name[48];
+  tp_filler_t filler;    /* hpages this group owns (heap lock) */
+  tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first (heap lock) */
+  tp_slab_t *larges;     /* medium/large objects (heap lock), for destroy and stats */
+  tp_bin_t bins[TP_NCLASSES];
+};
+
+extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
+extern tp_group_t _tp_shared_group TP_INTERNAL;
+void _tp_groups_init(void) TP_INTERNAL;
+unsigned _tp_site_group(uintptr_t site) TP_INTERNAL;
+unsigned _tp_thread_group(void) TP_INTERNAL;
+void _tp_groups_prefork(void) TP_INTERNAL;
+void _tp_groups_postfork(int child) TP_INTERNAL;
+
+/* ---- heap: address space, backing, hpage lists (heap.c) ------------------------------ */
+extern tp_lock_t _tp_heap_lock TP_INTERNAL;
+void _tp_heap_init(void) TP_INTERNAL;
+/* Carves a run of n slots for group g (heap lock held inside). Returns the slot run's address,
+ * fills *hp_out and *slot_out, and sets *zeroed when the memory is known to be zero. */
+void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigned *slot_out,
+                           int *zeroed) TP_INTERNAL;
+void _tp_heap_free_slots(tp_hpage_t *h, unsigned slot, unsigned n) TP_INTERNAL;
+/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB). */
+void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroed) TP_INTERNAL;
+void _tp_heap_free_large(tp_hpage_t *h, size_t n) TP_INTERNAL;
+void _tp_heap_prefork(void) TP_INTERNAL;
+void _tp_heap_postfork(int child) TP_INTERNAL;
+/* Calls fn for every heap hpage record in address order (heap lock held by caller). */
+void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) TP_INTERNAL;
+
+typedef struct tp_heap_counters_s {
+  size_t pages_by_source[TP_SRC_COUNT]; /* backed hpages now */
+  size_t fallbacks;
+  size_t pages_returned;
+  size_t reserved_bytes;
+  size_t retained_hpages;
+  size_t pages_by_node[8];
+} tp_heap_counters_t;
+extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
+
+/* ---- slabs and bins (slab.c) --------------------------------------------------------- */
+/* Moves up to `want` objects of class c of group g into out[] (as tcache entries). */
+typedef struct tp_entry_s { void *p; uint8_t *live; } tp_entry_t;
+unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want) TP_INTERNAL;
+/* Returns objects (already marked not live) to their slabs. All belong to group g, class c. */
+void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
+/* Releases every slab of a group (destroy). */
+void _tp_bin_release_all(tp_group_t *g) TP_INTERNAL;
+
+/* ---- thread caches (tcache.c) -------------------------------------------------------- */
+typedef struct tp_tbin_s {
+  uint32_t count, cap;
+  tp_entry_t e[];
+} tp_tbin_t;
+
+typedef struct tp_tgroup_s {
+  uint32_t gen;
+  tp_tbin_t *bins[TP_NCLASSES];
+} tp_tgroup_t;
+
+#define TP_SITE_CACHE 16
+typedef struct tp_tcache_s {
+  tp_tgroup_t *groups[TP_MAX_GROUPS];
+  uintptr_t site_ra[TP_SITE_CACHE];
+  uint16_t site_g[TP_SITE_CACHE];
+  uint16_t thread_group;
+  int mode;
+  /* counters, folded into the globals at thread exit */
+  size_t nmalloc, nfree, bytes_alloc;
+  ptrdiff_t live_bytes;   /* may go negative in a thread that frees others' blocks */
+  ptrdiff_t live_folded;  /* the part of live_bytes already added to _tp_global_live */
+  struct tp_tcache_s *next_all, *prev_all;
+  int dead;
+} tp_tcache_t;
+
+extern __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) TP_INTERNAL;
+tp_tcache_t *_tp_tcache_init(void) TP_INTERNAL;
+tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) TP_INTERNAL;
+void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) TP_INTERNAL;
+void _tp_tcache_flush_all(tp_tcache_t *tc) TP_INTERNAL;
+void _tp_tcache_prefork(void) TP_INTERNAL;
+void _tp_tcache_postfork(int child) TP_INTERNAL;
+/* Sums live counters over every thread (stats). */
+void _tp_tcache_sum(size_t *nmalloc, size_t *nfree, size_t *bytes_alloc, ptrdiff_t *live_bytes) TP_INTERNAL;
+void _tp_tcache_key_init(void) TP_INTERNAL;
+
+/* ---- init (init.c) ------------------------------------------------------------------- */
+extern _Atomic int _tp_ready TP_INTERNAL; /* 0 none, 1 core ready, 2 fully ready */
+void _tp_init(void) TP_INTERNAL;
+
+/* ---- stats (stats.c) ----------------------------------------------------------------- */
+extern _Atomic ptrdiff_t _tp_peak_live TP_INTERNAL;
+extern _Atomic ptrdiff_t _tp_global_live TP_INTERNAL;
+/* Folds the calling thread's live-byte change into the global count and the peak (called on
+ * slow paths only, so the peak is exact to within the thread caches' contents). */
+void _tp_stats_note_live(ptrdiff_t unused) TP_INTERNAL;
+void _tp_atexit_report(void) TP_INTERNAL;
+
+/* ---- the generic paths (alloc.c) ----------------------------------------------------- */
+void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) TP_INTERNAL;
+void _tp_free_checked(void *p) TP_INTERNAL;
+/* malloc on behalf of an allocation site (operator new passes its caller's address). */
+void *_tp_malloc_site(size_t size, uintptr_t site) TP_INTERNAL;
+size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) TP_INTERNAL;
+
+#endif

@@ -1,0 +1,141 @@
+/* TLBPACK_CONF="key:value,key:value" (MALLOC_CONF style). One table, one warning per bad
+ * entry naming the key and what would be accepted; the default is kept. No malloc here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+tp_options_t _tp_opt;
+
+void _tp_options_defaults(tp_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->stats = TP_STATS_OFF;
+  o->pool = TP_POOL_AUTO;
+  o->group = TP_GROUP_SITE;
+  o->numa = TP_NUMA_DEFAULT;
+  o->retain_bytes = (size_t)64 << 20;
+  o->site_groups = 128;
+  o->exclusive_bytes = (size_t)256 << 10;
+}
+
+typedef struct { const char *name; int value; } tp_enum_t;
+
+static const tp_enum_t stats_vals[] = {{"0", TP_STATS_OFF}, {"1", TP_STATS_TEXT}, {"text", TP_STATS_TEXT},
+                                       {"json", TP_STATS_JSON}, {NULL, 0}};
+static const tp_enum_t pool_vals[] = {{"auto", TP_POOL_AUTO}, {"hugetlbfs", TP_POOL_HUGETLBFS},
+                                      {"thp", TP_POOL_THP}, {"4k", TP_POOL_4K}, {NULL, 0}};
+static const tp_enum_t group_vals[] = {{"site", TP_GROUP_SITE}, {"thread", TP_GROUP_THREAD},
+                                       {"none", TP_GROUP_NONE}, {NULL, 0}};
+static const tp_enum_t numa_vals[] = {{"local", TP_NUMA_LOCAL}, {"interleave", TP_NUMA_INTERLEAVE},
+                                      {"off", TP_NUMA_OFF}, {NULL, 0}};
+static const tp_enum_t bool_vals[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
+
+enum { K_ENUM, K_NUM, K_PATH };
+typedef struct {
+  const char *key;
+  int kind;
+  const tp_enum_t *vals;  /* K_ENUM */
+  size_t off;             /* field offset in tp_options_t */
+  unsigned long long lo, hi, scale; /* K_NUM: accepted range (in the key's unit) and unit */
+  const char *accepted;   /* for the warning */
+} tp_key_t;
+
+#define OFF(f) offsetof(tp_options_t, f)
+static const tp_key_t keys[] = {
+    {"stats", K_ENUM, stats_vals, OFF(stats), 0, 0, 0, "0, 1, text or json"},
+    {"pool", K_ENUM, pool_vals, OFF(pool), 0, 0, 0, "auto, hugetlbfs, thp or 4k"},
+    {"group", K_ENUM, group_vals, OFF(group), 0, 0, 0, "site, thread or none"},
+    {"numa", K_ENUM, numa_vals, OFF(numa), 0, 0, 0, "local, interleave or off"},
+    {"verbose", K_ENUM, bool_vals, OFF(verbose), 0, 0, 0, "0 or 1"},
+    {"regions", K_PATH, NULL, OFF(regions_path), 0, 0, 0, "a file path"},
+    {"retain_mb", K_NUM, NULL, OFF(retain_bytes), 0, 1u << 20, 1u << 20, "a whole number of MiB, 0-1048576"},
+    {"sites", K_NUM, NULL, OFF(site_groups), 1, TP_MAX_GROUPS - 64, 1, "a whole number, 1-960"},
+    {"exclusive_kb", K_NUM, NULL, OFF(exclusive_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
+    {NULL, 0, NULL, 0, 0, 0, 0, NULL}};
+
+static void warn_line(FILE *w, const char *what, const char *k, size_t kl, const char *v, size_t vl,
+                      const char *accepted) {
+  if (w == NULL) return;
+  if (kl > 64) kl = 64;
+  if (vl > 64) vl = 64;
+  if (accepted)
+    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%.*s' for key '%.*s' (accepted: %s); default kept\n", what,
+            (int)vl, v, (int)kl, k, accepted);
+  else
+    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%.*s'%s; ignored\n", what, (int)kl, k,
+            vl ? " (with a value)" : "");
+}
+
+static int parse_num(const char *v, size_t vl, unsigned long long *out) {
+  if (vl == 0 || vl > 20) return -1;
+  unsigned long long x = 0;
+  for (size_t i = 0; i < vl; i++) {
+    if (v[i] < '0' || v[i] > '9') return -1;
+    unsigned long long d = (unsigned long long)(v[i] - '0');
+    if (x > (~0ull - d) / 10) return -1;
+    x = x * 10 + d;
+  }
+  *out = x;
+  return 0;
+}
+
+static int set_one(tp_options_t *o, const char *k, size_t kl, const char *v, size_t vl, FILE *w) {
+  const tp_key_t *key = NULL;
+  for (const tp_key_t *t = keys; t->key; t++)
+    if (strlen(t->key) == kl && memcmp(t->key, k, kl) == 0) key = t;
+  if (key == NULL) {
+    warn_line(w, "unknown key", k, kl, v, vl, NULL);
+    return 1;
+  }
+  char *field = (char *)o + key->off;
+  switch (key->kind) {
+  case K_ENUM:
+    for (const tp_enum_t *e = key->vals; e->name; e++)
+      if (strlen(e->name) == vl && memcmp(e->name, v, vl) == 0) {
+        *(int *)field = e->value;
+        return 0;
+      }
+    break;
+  case K_NUM: {
+    unsigned long long x;
+    if (parse_num(v, vl, &x) == 0 && x >= key->lo && x <= key->hi) {
+      if (key->off == OFF(site_groups)) *(unsigned *)field = (unsigned)x;
+      else *(size_t *)field = (size_t)(x * key->scale);
+      return 0;
+    }
+    break;
+  }
+  case K_PATH:
+    if (vl > 0 && vl < sizeof o->regions_path) {
+      memcpy(field, v, vl);
+      field[vl] = 0;
+      return 0;
+    }
+    break;
+  }
+  warn_line(w, vl ? "bad value" : "empty value", k, kl, v, vl, key->accepted);
+  return 1;
+}
+
+int _tp_options_parse(tp_options_t *o, const char *conf, FILE *w) {
+  _tp_options_defaults(o);
+  if (conf == NULL) return 0;
+  int warnings = 0;
+  const char *s = conf;
+  while (*s) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    if (len > 0) {
+      const char *colon = memchr(s, ':', len);
+      if (colon == NULL) {
+        if (w) fprintf(w, "tlbpack: TLBPACK_CONF: '%.*s' is not key:value; ignored\n", (int)(len > 64 ? 64 : len), s);
+        warnings++;
+      } else {
+        warnings += set_one(o, s, (size_t)(colon - s), colon + 1, len - (size_t)(colon - s) - 1, w);
+      }
+    }
+    if (!end) break;
+    s = end + 1;
+  }
+  return warnings;
+}

@@ -1,0 +1,94 @@
+/* The standard names, in libtlbpack.so only: each is an alias of its tp_ twin, so a call
+ * costs nothing extra and the caller's return address (the allocation site) is preserved.
+ * C++ operator new/delete are defined here too, so that `new` is grouped by the site that
+ * called it rather than by libstdc++; when memory runs out they defer to the real operator
+ * (found with RTLD_NEXT), which runs the new-handler and throws std::bad_alloc. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <stddef.h>
+
+/* Aliases must sit in the translation unit that defines their targets. */
+#include "alloc.c"
+
+#define ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target), visibility("default")))
+
+ALIAS(malloc, tp_malloc);
+ALIAS(free, tp_free);
+ALIAS(calloc, tp_calloc);
+ALIAS(realloc, tp_realloc);
+ALIAS(reallocarray, tp_reallocarray);
+ALIAS(aligned_alloc, tp_aligned_alloc);
+ALIAS(memalign, tp_memalign);
+ALIAS(posix_memalign, tp_posix_memalign);
+ALIAS(valloc, tp_valloc);
+ALIAS(pvalloc, tp_pvalloc);
+ALIAS(malloc_usable_size, tp_malloc_usable_size);
+ALIAS(cfree, tp_free);
+ALIAS(__libc_malloc, tp_malloc);
+ALIAS(__libc_free, tp_free);
+ALIAS(__libc_calloc, tp_calloc);
+ALIAS(__libc_realloc, tp_realloc);
+ALIAS(__libc_memalign, tp_memalign);
+ALIAS(__libc_valloc, tp_valloc);
+ALIAS(__libc_pvalloc, tp_pvalloc);
+
+/* ---- C++ ----------------------------------------------------------------------------- */
+#define CXX __attribute__((visibility("default")))
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_al_fn)(size_t, size_t);
+
+static TP_NOINLINE void *real_new(const char *sym, size_t n) {
+  new_fn f = (new_fn)dlsym(RTLD_NEXT, sym);
+  if (f == NULL) _tp_fatal("out of memory in operator new (%zu bytes) and no %s to report it", n, sym);
+  return f(n);
+}
+static TP_NOINLINE void *real_new_al(const char *sym, size_t n, size_t al) {
+  new_al_fn f = (new_al_fn)dlsym(RTLD_NEXT, sym);
+  if (f == NULL) _tp_fatal("out of memory in aligned operator new (%zu bytes) and no %s to report it", n, sym);
+  return f(n, al);
+}
+
+#define NEW_BODY(sym, n)                                                                   \
+  void *p = _tp_malloc_site(n, (uintptr_t)__builtin_return_address(0));                    \
+  return p ? p : real_new(sym, n)
+
+CXX void *_Znwm(size_t n) { NEW_BODY("_Znwm", n); }
+CXX void *_Znam(size_t n) { NEW_BODY("_Znam", n); }
+CXX void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt) {
+  (void)nt;
+  return _tp_malloc_site(n, (uintptr_t)__builtin_return_address(0));
+}
+CXX void *_ZnamRKSt9nothrow_t(size_t n, const void *nt) {
+  (void)nt;
+  return _tp_malloc_site(n, (uintptr_t)__builtin_return_address(0));
+}
+CXX void *_ZnwmSt11align_val_t(size_t n, size_t al) {
+  void *p = tp_aligned_alloc(al, n);
+  return p ? p : real_new_al("_ZnwmSt11align_val_t", n, al);
+}
+CXX void *_ZnamSt11align_val_t(size_t n, size_t al) {
+  void *p = tp_aligned_alloc(al, n);
+  return p ? p : real_new_al("_ZnamSt11align_val_t", n, al);
+}
+CXX void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt) {
+  (void)nt;
+  return tp_aligned_alloc(al, n);
+}
+CXX void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt) {
+  (void)nt;
+  return tp_aligned_alloc(al, n);
+}
+CXX void _ZdlPv(void *p) { tp_free(p); }
+CXX void _ZdaPv(void *p) { tp_free(p); }
+CXX void _ZdlPvm(void *p, size_t n) { (void)n; tp_free(p); }
+CXX void _ZdaPvm(void *p, size_t n) { (void)n; tp_free(p); }
+CXX void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; tp_free(p); }
+CXX void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; tp_free(p); }
+CXX void _ZdlPvSt11align_val_t(void *p, size_t al) { (void)al; tp_free(p); }
+CXX void _ZdaPvSt11align_val_t(void *p, size_t al) { (void)al; tp_free(p); }
+CXX void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al) { (void)n; (void)al; tp_free(p); }
+CXX void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t al) { (void)n; (void)al; tp_free(p); }
+CXX void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt) { (void)al; (void)nt; tp_free(p); }
+CXX void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt) { (void)al; (void)nt; tp_free(p); }

@@ -1,0 +1,44 @@
+/* The OS contract (os.c). Rules every function here keeps:
+ *  - none of them calls malloc, except _tp_os_discover(), which runs once after the core is
+ *    ready (libhugetlbfs and libnuma allocate) and may therefore recurse into tlbpack;
+ *  - addresses and lengths are multiples of TP_HPAGE unless stated;
+ *  - failures return 0 / NULL / -1 and leave the address range as it was (reserved, PROT_NONE).
+ */
+#ifndef TP_PRIM_H
+#define TP_PRIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reserves len bytes of address space (PROT_NONE, no commit charge) at `hint` if possible
+ * (never replacing a mapping), else anywhere, aligned to `align`. */
+void *_tp_os_reserve(void *hint, size_t len, size_t align) __attribute__((visibility("hidden")));
+
+/* Backs one hpage at addr with the first source that works, starting at `want`
+ * (TP_SRC_HUGETLBFS..TP_SRC_4K). Returns the source used; *fallbacks counts the failed ones.
+ * Never fails: 4 KiB pages are the last resort (returns TP_SRC_NONE only if even that fails). */
+int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) __attribute__((visibility("hidden")));
+
+/* Gives the hpage's memory back (to the hugetlbfs pool or the OS); keeps the range reserved. */
+void _tp_os_decommit(void *addr, size_t len) __attribute__((visibility("hidden")));
+
+/* Pool discovery through libhugetlbfs and NUMA set-up through libnuma (see rule 1). */
+void _tp_os_discover(void) __attribute__((visibility("hidden")));
+
+/* What discovery found. */
+typedef struct tp_os_info_s {
+  int discovered;
+  long hpage_size;          /* default huge page size the kernel reports (0: none) */
+  int has_2m;               /* 2 MiB huge pages supported */
+  char mount[256];          /* hugetlbfs mount for 2 MiB pages ("" if none) */
+  int fd;                   /* always -1: see _tp_os_discover (kept for the TP_SRC_HUGETLBFS route) */
+  int numa_nodes;           /* 0 = libnuma unavailable */
+  int numa_mode;            /* the mode in force after discovery */
+  char numa_note[96];
+} tp_os_info_t;
+extern tp_os_info_t _tp_os __attribute__((visibility("hidden")));
+
+/* The NUMA node of the calling thread (0 when unknown). */
+int _tp_os_current_node(void) __attribute__((visibility("hidden")));
+
+#endif

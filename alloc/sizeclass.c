@@ -1,0 +1,29 @@
+/* Size classes: 16..128 in steps of 16, then four classes per power of two up to 256 KiB.
+ * Each class's slab is the shortest run of 64 KiB slots that wastes at most 1/8 of itself. */
+#include "internal.h"
+
+tp_class_t _tp_classes[TP_NCLASSES];
+
+static uint32_t class_size(unsigned c) {
+  if (c < 8) return (c + 1) * 16;
+  unsigned e = 7 + (c - 8) / 4, k = (c - 8) % 4;
+  return (uint32_t)(((size_t)1 << e) + (k + 1) * (((size_t)1 << e) >> 2));
+}
+
+void _tp_classes_init(void) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    tp_class_t *k = &_tp_classes[c];
+    k->size = class_size(c);
+    unsigned n = 1;
+    for (; n < TP_SLOTS; n++) {
+      size_t bytes = n * TP_SLOT, nobj = bytes / k->size;
+      if (nobj > 0 && (bytes - nobj * k->size) * 8 <= bytes) break;
+    }
+    k->nslots = (uint8_t)n;
+    k->nobj = (uint32_t)((n * TP_SLOT) / k->size);
+    k->nwords = (uint8_t)((k->nobj + 63) / 64);
+    k->recip = ((uint64_t)1 << 40) / k->size + 1;
+    /* Thread caches hold more of the small, frequent classes. */
+    k->tcache_cap = k->size <= 1024 ? 64 : k->size <= 16384 ? 16 : 4;
+  }
+}

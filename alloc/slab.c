@@ -1,0 +1,178 @@
+/* Slabs: a run of slots carved for one size class of one group, with out-of-band bitmaps:
+ * `avail` (in the slab, under the bin lock) and `live` (handed to the program, atomic so any
+ * thread may free). Bins hand objects to thread caches in batches and take them back. */
+#include <string.h>
+
+#include "internal.h"
+
+static size_t slab_meta_size(const tp_class_t *k) {
+  return sizeof(tp_slab_t) + (size_t)k->nwords * sizeof(uint64_t) + ((k->nobj + 7) & ~7u);
+}
+
+static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
+  const tp_class_t *k = &_tp_classes[c];
+  tp_slab_t *s = _tp_meta_alloc(slab_meta_size(k));
+  if (s == NULL) return NULL;
+  tp_hpage_t *h;
+  unsigned slot;
+  int zeroed;
+  void *mem = _tp_heap_alloc_slots(g, k->nslots, &h, &slot, &zeroed);
+  if (mem == NULL) {
+    _tp_meta_free(s, slab_meta_size(k));
+    return NULL;
+  }
+  s->base = (uintptr_t)mem;
+  s->recip = k->recip;
+  s->size = k->size;
+  s->nobj = k->nobj;
+  s->cls = (uint16_t)c;
+  s->group = g->id;
+  s->kind = TP_SLAB_SMALL;
+  s->nslots = k->nslots;
+  s->first_slot = (uint8_t)slot;
+  s->hp = h;
+  s->nwords = k->nwords;
+  s->avail = s->data;
+  s->live = (uint8_t *)(s->data + k->nwords);
+  for (unsigned w = 0; w < k->nwords; w++) {
+    unsigned left = k->nobj - w * 64;
+    s->avail[w] = left >= 64 ? ~0ull : ((1ull << left) - 1);
+  }
+  s->navail = k->nobj;
+  for (unsigned i = slot; i < slot + k->nslots; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
+  size_t bytes = atomic_fetch_add(&g->slab_bytes, (size_t)k->nslots * TP_SLOT) + (size_t)k->nslots * TP_SLOT;
+  if (!g->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE) g->exclusive = 1;
+  return s;
+}
+
+static void slab_release(tp_group_t *g, tp_slab_t *s) {
+  const tp_class_t *k = &_tp_classes[s->cls];
+  atomic_fetch_sub(&g->slab_bytes, (size_t)s->nslots * TP_SLOT);
+  _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
+  _tp_meta_free(s, slab_meta_size(k));
+}
+
+static void partial_push(tp_bin_t *b, tp_slab_t *s) {
+  s->prev = NULL;
+  s->next = b->partial;
+  if (b->partial) b->partial->prev = s;
+  b->partial = s;
+  s->in_partial = 1;
+}
+
+static void partial_unlink(tp_bin_t *b, tp_slab_t *s) {
+  if (s->prev) s->prev->next = s->next;
+  else b->partial = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->next = s->prev = NULL;
+  s->in_partial = 0;
+}
+
+/* The fullest of the first few partial slabs: emptier ones get the chance to drain. */
+static tp_slab_t *pick_partial(tp_bin_t *b) {
+  tp_slab_t *best = b->partial;
+  unsigned n = 0;
+  for (tp_slab_t *s = b->partial; s && n < 8; s = s->next, n++)
+    if (s->navail < best->navail) best = s;
+  return best;
+}
+
+unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want) {
+  tp_bin_t *b = &g->bins[c];
+  unsigned n = 0;
+  _tp_lock(&b->lock);
+  while (n < want) {
+    tp_slab_t *s = b->partial ? pick_partial(b) : NULL;
+    if (s == NULL) {
+      s = slab_new(g, c);
+      if (s == NULL) break;
+      b->slabs++;
+      partial_push(b, s);
+    }
+    for (unsigned w = s->avail_hint; w < s->nwords && n < want; w++) {
+      uint64_t bits = s->avail[w];
+      while (bits && n < want) {
+        unsigned bit = (unsigned)__builtin_ctzll(bits);
+        bits &= bits - 1;
+        uint32_t idx = w * 64 + bit;
+        out[n].p = (void *)(s->base + (uintptr_t)idx * s->size);
+        out[n].live = &s->live[idx];
+        n++;
+        s->navail--;
+      }
+      s->avail[w] = bits;
+      if (bits == 0) s->avail_hint = w + 1;
+    }
+    if (s->navail == 0) partial_unlink(b, s);
+  }
+  _tp_unlock(&b->lock);
+  return n;
+}
+
+void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) {
+  tp_bin_t *b = &g->bins[c];
+  _tp_lock(&b->lock);
+  for (unsigned i = 0; i < n; i++) {
+    tp_hpage_t *h = _tp_hpage_of(in[i].p);
+    tp_slab_t *s = h->slot_slab[((uintptr_t)in[i].p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)];
+    uint32_t idx = (uint32_t)((((uintptr_t)in[i].p - s->base) * s->recip) >> 40);
+    s->avail[idx >> 6] |= 1ull << (idx & 63);
+    if (idx >> 6 < s->avail_hint) s->avail_hint = idx >> 6;
+    s->navail++;
+    if (s->navail == s->nobj && b->slabs > 1) {
+      if (s->in_partial) partial_unlink(b, s);
+      b->slabs--;
+      slab_release(g, s);
+      continue;
+    }
+    if (!s->in_partial) partial_push(b, s);
+  }
+  _tp_unlock(&b->lock);
+}
+
+typedef struct { tp_group_t *g; tp_slab_t **list; size_t n, cap; } collect_t;
+
+static void collect_owned(tp_hpage_t *h, void *arg) {
+  collect_t *c = arg;
+  if (h->owner != c->g->id) return;
+  if (h->state == TP_HP_ACTIVE) {
+    for (unsigned i = 0; i < TP_SLOTS; i++) {
+      tp_slab_t *s = h->slot_slab[i];
+      if (s && s->first_slot == i && c->n < c->cap) c->list[c->n++] = s;
+    }
+  } else if (h->state == TP_HP_LARGE && c->n < c->cap) {
+    c->list[c->n++] = h->slot_slab[0];
+  }
+}
+
+void _tp_bin_release_all(tp_group_t *g) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->bins[c].lock);
+  for (;;) {
+    collect_t col = {g, NULL, 0, 4096};
+    col.list = _tp_meta_alloc(col.cap * sizeof(tp_slab_t *));
+    if (col.list == NULL) break;
+    _tp_lock(&_tp_heap_lock);
+    _tp_heap_foreach(collect_owned, &col);
+    _tp_unlock(&_tp_heap_lock);
+    for (size_t i = 0; i < col.n; i++) {
+      tp_slab_t *s = col.list[i];
+      if (s->kind == TP_SLAB_LARGE) {
+        _tp_heap_free_large(s->hp, s->nhpages);
+        _tp_meta_free(s, TP_BIG_META);
+      } else if (s->kind == TP_SLAB_MEDIUM) {
+        _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
+        _tp_meta_free(s, TP_BIG_META);
+      } else {
+        slab_release(g, s);
+      }
+    }
+    size_t n = col.n;
+    _tp_meta_free(col.list, col.cap * sizeof(tp_slab_t *));
+    if (n < col.cap) break;
+  }
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    g->bins[c].partial = NULL;
+    g->bins[c].slabs = 0;
+    _tp_unlock(&g->bins[c].lock);
+  }
+}

@@ -1,0 +1,165 @@
+/* Visibility: counters gathered from the thread caches and the heap, printed as text or JSON
+ * through one function, and the regions file that `tlbsim --regions` reads. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+_Atomic ptrdiff_t _tp_peak_live;
+_Atomic ptrdiff_t _tp_global_live;
+
+void _tp_stats_note_live(ptrdiff_t unused) {
+  (void)unused;
+  tp_tcache_t *tc = _tp_tc;
+  if (tc == NULL) return;
+  ptrdiff_t delta = tc->live_bytes - tc->live_folded;
+  tc->live_folded = tc->live_bytes;
+  ptrdiff_t now = atomic_fetch_add(&_tp_global_live, delta) + delta;
+  ptrdiff_t peak = atomic_load(&_tp_peak_live);
+  while (now > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, now)) {
+  }
+}
+
+void tp_stats_get(tp_stats_t *st) {
+  memset(st, 0, sizeof *st);
+  if (atomic_load(&_tp_ready) == 0) return;
+  size_t nm, nf, ba;
+  ptrdiff_t lb;
+  _tp_tcache_sum(&nm, &nf, &ba, &lb);
+  _tp_lock(&_tp_heap_lock);
+  tp_heap_counters_t c = _tp_heap_ctr;
+  _tp_unlock(&_tp_heap_lock);
+  st->allocated_total = ba;
+  st->live_bytes = lb > 0 ? (size_t)lb : 0;
+  st->live_objects = nm >= nf ? nm - nf : 0;
+  ptrdiff_t peak = atomic_load(&_tp_peak_live);
+  while (lb > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, lb)) {
+  }
+  st->peak_live_bytes = (size_t)(peak > lb ? peak : lb);
+  st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLBFS] + c.pages_by_source[TP_SRC_HUGETLB];
+  st->pages_thp = c.pages_by_source[TP_SRC_THP];
+  st->pages_4k = c.pages_by_source[TP_SRC_4K];
+  st->mapped_bytes = (st->pages_hugetlbfs + st->pages_thp + st->pages_4k) * TP_HPAGE;
+  st->fallbacks = c.fallbacks;
+  st->pages_returned = c.pages_returned;
+  st->density = st->mapped_bytes ? (double)st->live_bytes / (double)st->mapped_bytes : 0.0;
+}
+
+static const char *pool_name(void) {
+  static const char *names[] = {"auto", "hugetlbfs", "thp", "4k"};
+  return names[_tp_opt.pool & 3];
+}
+
+void tp_stats_print(FILE *out, int json) {
+  tp_stats_t st;
+  tp_stats_get(&st);
+  size_t nm, nf, ba;
+  ptrdiff_t lb;
+  _tp_tcache_sum(&nm, &nf, &ba, &lb);
+  tp_heap_counters_t c = _tp_heap_ctr;
+  static const char *group_names[] = {"site", "thread", "none"};
+  const char *mount = _tp_os.mount[0] ? _tp_os.mount : "";
+  if (json) {
+    fprintf(out,
+            "{\"pid\":%d,\"pool\":\"%s\",\"group\":\"%s\",\"hugetlbfs_mount\":\"%s\","
+            "\"allocated_total\":%zu,\"nmalloc\":%zu,\"nfree\":%zu,\"live_bytes\":%zu,"
+            "\"peak_live_bytes\":%zu,\"live_objects\":%zu,\"mapped_bytes\":%zu,"
+            "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
+            "\"pages_hugetlbfs_fd\":%zu,\"pages_map_hugetlb\":%zu,\"pages_thp\":%zu,"
+            "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"density\":%.4f,"
+            "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
+            (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
+            st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
+            _tp_meta_bytes(), st.pages_hugetlbfs, c.pages_by_source[TP_SRC_HUGETLBFS],
+            c.pages_by_source[TP_SRC_HUGETLB], st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
+            st.density, _tp_os.numa_nodes, _tp_os.numa_note);
+    int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
+    for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
+    fprintf(out, "]}\n");
+    return;
+  }
+  fprintf(out, "tlbpack: stats pid=%d pool=%s group=%s hugetlbfs_mount=%s\n", (int)getpid(), pool_name(),
+          group_names[_tp_opt.group % 3], mount[0] ? mount : "none");
+#define ROW(k, fmt, v) fprintf(out, "tlbpack:   %-18s " fmt "\n", k, v)
+  ROW("allocated_total", "%zu", st.allocated_total);
+  ROW("nmalloc", "%zu", nm);
+  ROW("nfree", "%zu", nf);
+  ROW("live_bytes", "%zu", st.live_bytes);
+  ROW("peak_live_bytes", "%zu", st.peak_live_bytes);
+  ROW("live_objects", "%zu", st.live_objects);
+  ROW("mapped_bytes", "%zu", st.mapped_bytes);
+  ROW("pages_hugetlbfs", "%zu", st.pages_hugetlbfs);
+  ROW("pages_thp", "%zu", st.pages_thp);
+  ROW("pages_4k", "%zu", st.pages_4k);
+  ROW("fallbacks", "%zu", st.fallbacks);
+  ROW("pages_returned", "%zu", st.pages_returned);
+  ROW("density", "%.4f", st.density);
+  ROW("reserved_bytes", "%zu", c.reserved_bytes);
+  ROW("meta_bytes", "%zu", _tp_meta_bytes());
+  ROW("numa_nodes", "%d", _tp_os.numa_nodes);
+  if (_tp_os.numa_note[0]) ROW("numa_note", "%s", _tp_os.numa_note);
+#undef ROW
+}
+
+/* ---- regions file -------------------------------------------------------------------- */
+typedef struct {
+  FILE *f;
+  uintptr_t start, end;
+  int src;
+} regions_t;
+
+static const char *src_size(int src) { return src == TP_SRC_4K ? "4k" : "2m"; }
+static const char *src_name(int src) {
+  switch (src) {
+  case TP_SRC_HUGETLBFS: return "hugetlbfs";
+  case TP_SRC_HUGETLB: return "hugetlbfs";
+  case TP_SRC_THP: return "thp";
+  default: return "4k";
+  }
+}
+
+static void regions_flush(regions_t *r) {
+  if (r->end > r->start)
+    fprintf(r->f, "%#lx-%#lx %s %s\n", (unsigned long)r->start, (unsigned long)r->end, src_size(r->src),
+            src_name(r->src));
+  r->start = r->end = 0;
+}
+
+static void regions_page(tp_hpage_t *h, void *arg) {
+  regions_t *r = arg;
+  if (h->source == TP_SRC_NONE) {
+    regions_flush(r);
+    return;
+  }
+  int same_kind = r->end == h->addr && src_name(r->src) == src_name(h->source);
+  if (!same_kind) {
+    regions_flush(r);
+    r->start = h->addr;
+    r->src = h->source;
+  }
+  r->end = h->addr + TP_HPAGE;
+}
+
+int tp_regions_write(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  fprintf(f, "# tlbpack regions v1 pid=%d\n", (int)getpid());
+  regions_t r = {f, 0, 0, 0};
+  if (atomic_load(&_tp_ready)) {
+    _tp_lock(&_tp_heap_lock);
+    _tp_heap_foreach(regions_page, &r);
+    regions_flush(&r);
+    _tp_unlock(&_tp_heap_lock);
+  }
+  int err = ferror(f);
+  if (fclose(f) != 0 || err) return -1;
+  return 0;
+}
+
+void _tp_atexit_report(void) {
+  if (atomic_load(&_tp_ready) == 0) return;
+  if (_tp_opt.regions_path[0] && tp_regions_write(_tp_opt.regions_path) != 0)
+    _tp_message("could not write regions file '%s': %s", _tp_opt.regions_path, strerror(errno));
+  if (_tp_opt.stats != TP_STATS_OFF) tp_stats_print(stderr, _tp_opt.stats == TP_STATS_JSON);
+}

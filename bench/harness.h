@@ -1,0 +1,142 @@
+/* tlbbench internals: the matrix (allocators x workloads), running one cell in its own process,
+ * parsing what comes back (a workload's RESULT line, tlbsim's JSON), the summary maths and the
+ * writers (CSV, Markdown, gnuplot). Names: `tb_` (this module only). */
+#ifndef TB_HARNESS_H
+#define TB_HARNESS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define TB_MAX_ENV 4
+#define TB_MAX_KV 48
+
+/* ---- the matrix ---------------------------------------------------------------------------- */
+typedef enum { TB_LIB_NONE, TB_LIB_PATH, TB_LIB_TLBPACK } tb_lib_kind_t;
+
+typedef struct tb_alloc_s {
+  const char *name;                /* "jemalloc-thp" */
+  tb_lib_kind_t kind;
+  const char *lib;                 /* for TB_LIB_PATH: the .so preloaded */
+  const char *env[TB_MAX_ENV];     /* "KEY=VALUE", NULL-terminated */
+  const char *extra_arg;           /* appended to the workload's flags ("--ideal"), or NULL */
+  const char *expect_malloc;       /* basename the workload's malloc_from must show, or NULL */
+  const char *what;                /* one line for the README / --list */
+} tb_alloc_t;
+
+enum { TB_SCALE_TINY, TB_SCALE_DEMO, TB_SCALE_FULL, TB_SCALES };
+
+typedef struct tb_workload_s {
+  const char *name;                /* "records" */
+  const char *prog;                /* "wl_records", found in <dir of tlbbench>/bench/ */
+  const char *args[TB_SCALES];     /* space-separated flags per scale */
+  int ideal_ok;                    /* accepts --ideal */
+  int in_demo;
+  const char *what;
+} tb_workload_t;
+
+extern const tb_alloc_t tb_allocs[];
+extern const size_t tb_nallocs;
+extern const tb_workload_t tb_workloads[];
+extern const size_t tb_nworkloads;
+
+const tb_alloc_t *tb_alloc_find(const char *name);
+const tb_workload_t *tb_workload_find(const char *name);
+/* Full path of the library an allocator preloads ("" for none) into buf; returns NULL (and a
+ * reason in why) when it is missing. tlbpack is looked up in build_dir. */
+const char *tb_alloc_lib(const tb_alloc_t *a, const char *build_dir, char *buf, size_t n,
+                         const char **why);
+/* Replaces a library path (--lib NAME=PATH), for tests and unusual installs. */
+int tb_alloc_override(const char *name_eq_path);
+
+/* ---- key=value records ------------------------------------------------------------------- */
+typedef struct tb_kv_s {
+  int n;
+  char key[TB_MAX_KV][32];
+  char val[TB_MAX_KV][96];
+} tb_kv_t;
+
+/* Finds the line starting "RESULT " in text and splits it. Returns 0, or -1 with a reason. */
+int tb_parse_result(const char *text, tb_kv_t *out, const char **why);
+const char *tb_kv_get(const tb_kv_t *kv, const char *key);
+/* Numeric value of key; returns 0 and sets *v, or -1 (absent, or not a number). */
+int tb_kv_num(const tb_kv_t *kv, const char *key, double *v);
+
+/* Numeric value of the first "key": NUMBER in a JSON text (any depth); an object or array
+ * value is summed over the numbers it contains (page_table_pages may be per level). */
+int tb_json_num(const char *json, const char *key, double *v);
+
+/* ---- simulator figures -------------------------------------------------------------------- */
+typedef struct tb_sim_s {
+  int ok;
+  double accesses, l1_misses, l2_misses, walks, walk_levels, walk_mem_refs;
+  double distinct_4k, distinct_2m, pt_pages, est_walk_cycles;
+} tb_sim_t;
+/* Fills s from tlbsim's --json output; returns 0, or -1 naming the missing field in why. */
+int tb_sim_from_json(const char *json, tb_sim_t *s, const char **why);
+double tb_per_k(double x, double accesses);  /* x per 1,000 accesses (NaN when no accesses) */
+
+/* ---- maths ---------------------------------------------------------------------------------- */
+double tb_median(const double *v, size_t n);  /* NaN values skipped; NaN when none */
+double tb_min(const double *v, size_t n);
+double tb_max(const double *v, size_t n);
+/* (max - min) / median * 100, NaN when undefined */
+double tb_spread_pct(const double *v, size_t n);
+/* a / b, NaN when either is NaN or b is 0 */
+double tb_ratio(double a, double b);
+
+/* ---- running a process -------------------------------------------------------------------- */
+typedef struct tb_proc_s {
+  int status;       /* exit code, 128+signal, or -1 when it could not start */
+  int timed_out;
+  double wall_s;
+  char *out;        /* stdout, NUL-terminated (malloc'd) */
+  char *err;        /* stderr tail, NUL-terminated (malloc'd) */
+} tb_proc_t;
+/* Runs argv with the current environment minus every allocator variable, plus env_add
+ * ("K=V", NULL-terminated). Kills it after timeout_s. */
+int tb_run(char *const argv[], const char *const env_add[], double timeout_s, tb_proc_t *p);
+void tb_proc_free(tb_proc_t *p);
+/* Directory holding the running executable (build dir), from /proc/self/exe. */
+int tb_self_dir(char *buf, size_t n);
+
+/* ---- writing ------------------------------------------------------------------------------ */
+/* Writes one CSV field (quoted when it holds a comma, quote, CR/LF or leading/trailing space). */
+void tb_csv_field(FILE *f, const char *s);
+/* Writes a row of n fields and a newline. */
+void tb_csv_row(FILE *f, const char *const *fields, size_t n);
+/* Formats a double for tables: "n/a" for NaN, else with the given decimals. */
+const char *tb_fmt(char *buf, size_t n, double v, int decimals);
+
+/* ---- one cell of the matrix and the report over all cells -------------------------------- */
+#define TB_MAX_RUNS 64
+
+typedef struct tb_cell_s {
+  const tb_workload_t *w;
+  const tb_alloc_t *a;
+  char lib[512];                 /* preloaded library ("" for none) */
+  int nruns, failures;
+  double ns[TB_MAX_RUNS];        /* ns per op of each good run */
+  double rss_kb[TB_MAX_RUNS];    /* peak RSS + hugetlb pages of each good run */
+  double hot_entries, hot_floor, hot_pages_4k, hot_bytes;  /* NaN when not measured */
+  char tlb_source[64], malloc_from[64], detail[128], error[256];
+  tb_sim_t sim, nested;          /* ok == 0: not simulated; sim_note says why */
+  char sim_note[160];
+  /* filled by tb_summarize */
+  double ns_med, ns_spread, rss_med;
+} tb_cell_t;
+
+/* Records a good run's RESULT into the cell. */
+void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv);
+void tb_cell_init(tb_cell_t *c, const tb_workload_t *w, const tb_alloc_t *a);
+void tb_summarize(tb_cell_t *cells, size_t n);
+/* The cell of the same workload for allocator name, or NULL. */
+const tb_cell_t *tb_peer(const tb_cell_t *cells, size_t n, const tb_cell_t *c, const char *name);
+
+void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n);
+void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n);
+/* Checks the targets of issues 4 and 5 against the figures; one line each: met / missed / n/a. */
+void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n);
+/* .dat + .gp + .png per plot in dir; returns the number of PNGs made (0 without gnuplot). */
+int tb_write_plots(const char *dir, const tb_cell_t *cells, size_t n);
+
+#endif

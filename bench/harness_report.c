@@ -1,0 +1,291 @@
+/* The report over all cells: medians, ratios to jemalloc, the summary CSV, the Markdown table,
+ * the targets of issues 4 and 5, and the gnuplot plots. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+void tb_cell_init(tb_cell_t *c, const tb_workload_t *w, const tb_alloc_t *a) {
+  memset(c, 0, sizeof *c);
+  c->w = w;
+  c->a = a;
+  c->hot_entries = c->hot_floor = c->hot_pages_4k = c->hot_bytes = NAN;
+  c->ns_med = c->ns_spread = c->rss_med = NAN;
+}
+
+void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv) {
+  if (c->nruns == TB_MAX_RUNS) return;
+  double v, h;
+  c->ns[c->nruns] = tb_kv_num(kv, "ns_per_op", &v) == 0 ? v : NAN;
+  double rss = tb_kv_num(kv, "peak_rss_kb", &v) == 0 ? v : NAN;
+  if (tb_kv_num(kv, "hugetlb_kb", &h) == 0 && h > 0) rss += h;  /* hugetlbfs pages are not in RSS */
+  c->rss_kb[c->nruns] = rss;
+  c->nruns++;
+  double *dst[] = {&c->hot_entries, &c->hot_floor, &c->hot_pages_4k, &c->hot_bytes};
+  const char *keys[] = {"hot_entries", "hot_floor", "hot_pages_4k", "hot_bytes"};
+  for (int i = 0; i < 4; i++) *dst[i] = tb_kv_num(kv, keys[i], &v) == 0 && v >= 0 ? v : NAN;
+  const char *s;
+  snprintf(c->tlb_source, sizeof c->tlb_source, "%s", (s = tb_kv_get(kv, "tlb_source")) ? s : "none");
+  snprintf(c->malloc_from, sizeof c->malloc_from, "%s", (s = tb_kv_get(kv, "malloc_from")) ? s : "?");
+  c->detail[0] = 0;
+  const char *dk[] = {"layout", "warm_method", "hit_rate", "traced"};
+  for (int i = 0; i < 4; i++)
+    if ((s = tb_kv_get(kv, dk[i])) && strcmp(s, "malloc") != 0 && strcmp(s, "none") != 0) {
+      size_t l = strlen(c->detail);
+      snprintf(c->detail + l, sizeof c->detail - l, "%s%s=%s", l ? " " : "", dk[i], s);
+    }
+}
+
+void tb_summarize(tb_cell_t *cells, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    tb_cell_t *c = &cells[i];
+    c->ns_med = tb_median(c->ns, (size_t)c->nruns);
+    c->ns_spread = tb_spread_pct(c->ns, (size_t)c->nruns);
+    c->rss_med = tb_median(c->rss_kb, (size_t)c->nruns);
+  }
+}
+
+const tb_cell_t *tb_peer(const tb_cell_t *cells, size_t n, const tb_cell_t *c, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (cells[i].w == c->w && !strcmp(cells[i].a->name, name)) return &cells[i];
+  return NULL;
+}
+
+/* ---- derived figures ---------------------------------------------------------------------- */
+enum { F_L1, F_L2, F_WALKS, F_LEVELS_PER_WALK, F_REFS, F_LEVELS };
+static double simf(const tb_sim_t *s, int what) {
+  if (!s->ok) return NAN;
+  switch (what) {
+    case F_L1: return tb_per_k(s->l1_misses, s->accesses);
+    case F_L2: return tb_per_k(s->l2_misses, s->accesses);
+    case F_WALKS: return tb_per_k(s->walks, s->accesses);
+    case F_LEVELS_PER_WALK: return tb_ratio(s->walk_levels, s->walks);
+    case F_REFS: return tb_per_k(s->walk_mem_refs, s->accesses);
+    case F_LEVELS: return tb_per_k(s->walk_levels, s->accesses);
+  }
+  return NAN;
+}
+/* baseline / this: how many times fewer this cell needs (a saving > 1 is good) */
+static double saved(const tb_cell_t *base, const tb_cell_t *c, int nested, int what) {
+  if (!base) return NAN;
+  const tb_sim_t *b = nested ? &base->nested : &base->sim, *s = nested ? &c->nested : &c->sim;
+  return tb_ratio(simf(b, what), simf(s, what));
+}
+
+#define NUM(v, d) tb_fmt(bufs[k], sizeof bufs[k], (v), (d)), k++
+
+void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
+  static const char *hdr[] = {
+    "workload", "allocator", "library", "runs", "failures", "ns_per_op_median", "ns_per_op_min",
+    "ns_per_op_max", "spread_pct", "time_vs_jemalloc", "peak_rss_kb", "rss_vs_jemalloc",
+    "hot_bytes", "hot_entries", "hot_floor", "entries_vs_floor", "hot_pages_4k", "tlb_source",
+    "malloc_from", "detail", "sim_accesses", "l1_miss_per_1k", "l2_miss_per_1k", "walks_per_1k",
+    "walk_levels_per_walk", "walk_refs_per_1k", "distinct_pages_4k", "distinct_pages_2m",
+    "page_table_pages", "nested_l2_miss_per_1k", "nested_walks_per_1k",
+    "nested_walk_levels_per_walk", "nested_walk_refs_per_1k", "entries_saved_vs_jemalloc",
+    "l2_misses_saved_vs_jemalloc", "walks_saved_vs_jemalloc", "walk_levels_saved_vs_jemalloc",
+    "walk_refs_saved_vs_jemalloc", "nested_walk_refs_saved_vs_jemalloc", "sim_note", "error"};
+  const size_t nh = sizeof hdr / sizeof hdr[0];
+  tb_csv_row(f, hdr, nh);
+  for (size_t i = 0; i < n; i++) {
+    const tb_cell_t *c = &cells[i];
+    const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc");
+    char bufs[64][48];
+    const char *row[64];
+    int k = 0;
+    char runs[16], fails[16];
+    snprintf(runs, sizeof runs, "%d", c->nruns);
+    snprintf(fails, sizeof fails, "%d", c->failures);
+    size_t r = 0;
+    row[r++] = c->w->name; row[r++] = c->a->name; row[r++] = c->lib; row[r++] = runs; row[r++] = fails;
+    row[r++] = NUM(c->ns_med, 2);
+    row[r++] = NUM(tb_min(c->ns, (size_t)c->nruns), 2);
+    row[r++] = NUM(tb_max(c->ns, (size_t)c->nruns), 2);
+    row[r++] = NUM(c->ns_spread, 1);
+    row[r++] = NUM(je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 3);
+    row[r++] = NUM(c->rss_med, 0);
+    row[r++] = NUM(je ? tb_ratio(c->rss_med, je->rss_med) : NAN, 3);
+    row[r++] = NUM(c->hot_bytes, 0);
+    row[r++] = NUM(c->hot_entries, 0);
+    row[r++] = NUM(c->hot_floor, 0);
+    row[r++] = NUM(tb_ratio(c->hot_entries, c->hot_floor), 2);
+    row[r++] = NUM(c->hot_pages_4k, 0);
+    row[r++] = c->tlb_source; row[r++] = c->malloc_from; row[r++] = c->detail;
+    row[r++] = NUM(c->sim.ok ? c->sim.accesses : NAN, 0);
+    row[r++] = NUM(simf(&c->sim, F_L1), 2);
+    row[r++] = NUM(simf(&c->sim, F_L2), 2);
+    row[r++] = NUM(simf(&c->sim, F_WALKS), 2);
+    row[r++] = NUM(simf(&c->sim, F_LEVELS_PER_WALK), 2);
+    row[r++] = NUM(simf(&c->sim, F_REFS), 2);
+    row[r++] = NUM(c->sim.ok ? c->sim.distinct_4k : NAN, 0);
+    row[r++] = NUM(c->sim.ok ? c->sim.distinct_2m : NAN, 0);
+    row[r++] = NUM(c->sim.ok ? c->sim.pt_pages : NAN, 0);
+    row[r++] = NUM(simf(&c->nested, F_L2), 2);
+    row[r++] = NUM(simf(&c->nested, F_WALKS), 2);
+    row[r++] = NUM(simf(&c->nested, F_LEVELS_PER_WALK), 2);
+    row[r++] = NUM(simf(&c->nested, F_REFS), 2);
+    row[r++] = NUM(je ? tb_ratio(je->hot_entries, c->hot_entries) : NAN, 2);
+    row[r++] = NUM(saved(je, c, 0, F_L2), 2);
+    row[r++] = NUM(saved(je, c, 0, F_WALKS), 2);
+    row[r++] = NUM(saved(je, c, 0, F_LEVELS), 2);
+    row[r++] = NUM(saved(je, c, 0, F_REFS), 2);
+    row[r++] = NUM(saved(je, c, 1, F_REFS), 2);
+    row[r++] = c->sim_note; row[r++] = c->error;
+    tb_csv_row(f, row, r);
+  }
+}
+
+void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {
+  fprintf(f, "| workload | allocator | ns/op (median) | spread | time x je | peak RSS MiB | RSS x je "
+             "| TLB entries (floor) | L2 TLB miss/1k | walks/1k | levels/walk | walk refs/1k "
+             "| nested refs/1k | saved vs je: entries / L2 miss / walk refs |\n");
+  fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  for (size_t i = 0; i < n; i++) {
+    const tb_cell_t *c = &cells[i];
+    const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc");
+    char b[16][32];
+    char ent[80] = "n/a";
+    if (!isnan(c->hot_entries))
+      snprintf(ent, sizeof ent, "%.0f (%.0f)", c->hot_entries, c->hot_floor);
+    else if (!isnan(c->hot_floor))
+      snprintf(ent, sizeof ent, "n/a: %s (%.0f)", c->tlb_source, c->hot_floor);
+    if (c->nruns == 0) {
+      fprintf(f, "| %s | %s | failed: %s | | | | | | | | | | | |\n", c->w->name, c->a->name,
+              c->error[0] ? c->error : "no good run");
+      continue;
+    }
+    fprintf(f, "| %s | %s | %s | %s%% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |\n",
+            c->w->name, c->a->name, tb_fmt(b[0], 32, c->ns_med, 1), tb_fmt(b[1], 32, c->ns_spread, 0),
+            tb_fmt(b[2], 32, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 2),
+            tb_fmt(b[3], 32, c->rss_med / 1024.0, 1),
+            tb_fmt(b[4], 32, je ? tb_ratio(c->rss_med, je->rss_med) : NAN, 2), ent,
+            tb_fmt(b[5], 32, simf(&c->sim, F_L2), 2), tb_fmt(b[6], 32, simf(&c->sim, F_WALKS), 2),
+            tb_fmt(b[7], 32, simf(&c->sim, F_LEVELS_PER_WALK), 2),
+            tb_fmt(b[8], 32, simf(&c->sim, F_REFS), 2), tb_fmt(b[9], 32, simf(&c->nested, F_REFS), 2),
+            tb_fmt(b[10], 32, je ? tb_ratio(je->hot_entries, c->hot_entries) : NAN, 1),
+            tb_fmt(b[11], 32, saved(je, c, 0, F_L2), 1), tb_fmt(b[12], 32, saved(je, c, 0, F_REFS), 1));
+  }
+}
+
+/* ---- targets ------------------------------------------------------------------------------ */
+static void target(FILE *f, const char *what, const char *wl, double v, double limit, int at_least) {
+  const char *verdict = isnan(v) ? "n/a" : (at_least ? v >= limit : v <= limit) ? "met" : "MISSED";
+  char b[32];
+  fprintf(f, "- [%s] %s: %s = %s (target %s %.2f)\n", verdict, wl, what, tb_fmt(b, sizeof b, v, 2),
+          at_least ? ">=" : "<=", limit);
+}
+
+void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n) {
+  int any = 0;
+  for (size_t i = 0; i < n; i++) {
+    const tb_cell_t *c = &cells[i];
+    if (strcmp(c->a->name, "tlbpack") != 0) continue;
+    any = 1;
+    const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc"), *jt = tb_peer(cells, n, c, "jemalloc-thp");
+    const char *wl = c->w->name;
+    int core = !strcmp(wl, "records") || !strcmp(wl, "records-big") || !strcmp(wl, "index") ||
+               !strcmp(wl, "chase") || !strcmp(wl, "chase-warm");
+    if (core) {
+      target(f, "L2 TLB misses, jemalloc / tlbpack", wl, saved(je, c, 0, F_L2), 10, 1);
+      target(f, "walk memory refs, jemalloc / tlbpack", wl, saved(je, c, 0, F_REFS), 10, 1);
+      target(f, "walk levels per walk (tlbpack)", wl, simf(&c->sim, F_LEVELS_PER_WALK), 3, 0);
+      target(f, "L2 TLB misses, jemalloc-thp / tlbpack", wl, saved(jt, c, 0, F_L2), 2, 1);
+    }
+    if (!strcmp(wl, "records")) {
+      const tb_cell_t *id = tb_peer(cells, n, c, "ideal");
+      target(f, "TLB entries / floor (site mode)", wl, tb_ratio(c->hot_entries, c->hot_floor), 1.5, 0);
+      target(f, "TLB entries, jemalloc-thp / tlbpack", wl, jt ? tb_ratio(jt->hot_entries, c->hot_entries) : NAN, 20, 1);
+      target(f, "ns per lookup, tlbpack / ideal layout", wl, id ? tb_ratio(c->ns_med, id->ns_med) : NAN, 1.1, 0);
+      target(f, "ns per lookup, tlbpack / jemalloc (must be < 1)", wl, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 0.999, 0);
+    }
+    if (!strcmp(wl, "chase-warm")) {
+      const tb_cell_t *cold = NULL;
+      for (size_t j = 0; j < n; j++)
+        if (!strcmp(cells[j].w->name, "chase") && cells[j].a == c->a) cold = &cells[j];
+      target(f, "ns per step with warming / without (tlbpack)", wl, cold ? tb_ratio(c->ns_med, cold->ns_med) : NAN, 0.999, 0);
+    }
+    target(f, "wall time, tlbpack / jemalloc", wl, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 1.05, 0);
+    target(f, "peak RSS, tlbpack / jemalloc", wl, je ? tb_ratio(c->rss_med, je->rss_med) : NAN, 1.2, 0);
+  }
+  if (!any) fprintf(f, "- [n/a] no tlbpack cell ran (libtlbpack.so missing or not selected): no target can be checked\n");
+}
+
+/* ---- plots -------------------------------------------------------------------------------- */
+typedef double (*metric_fn)(const tb_cell_t *c);
+static double m_walks(const tb_cell_t *c) { return simf(&c->sim, F_WALKS); }
+static double m_entries(const tb_cell_t *c) { return c->hot_entries; }
+static double m_time(const tb_cell_t *c) { return c->ns_med; }
+
+static int plot_one(const char *dir, const char *name, const char *ylabel, metric_fn m,
+                    const tb_cell_t *cells, size_t n) {
+  const tb_workload_t *wls[64];
+  const tb_alloc_t *als[64];
+  size_t nw = 0, na = 0;
+  double lo = INFINITY, hi = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = m(&cells[i]);
+    if (isnan(v)) continue;
+    if (v > 0 && v < lo) lo = v;
+    if (v > hi) hi = v;
+    size_t j;
+    for (j = 0; j < nw && wls[j] != cells[i].w; j++) {}
+    if (j == nw && nw < 64) wls[nw++] = cells[i].w;
+    for (j = 0; j < na && als[j] != cells[i].a; j++) {}
+    if (j == na && na < 64) als[na++] = cells[i].a;
+  }
+  if (!nw) return 0;  /* nothing measured for this metric */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.dat", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) return 0;
+  fprintf(f, "workload");
+  for (size_t a = 0; a < na; a++) fprintf(f, " %s", als[a]->name);
+  fprintf(f, "\n");
+  for (size_t w = 0; w < nw; w++) {
+    fprintf(f, "%s", wls[w]->name);
+    for (size_t a = 0; a < na; a++) {
+      double v = NAN;
+      for (size_t i = 0; i < n; i++)
+        if (cells[i].w == wls[w] && cells[i].a == als[a]) v = m(&cells[i]);
+      if (isnan(v) || v <= 0) fprintf(f, " ?");
+      else fprintf(f, " %g", v);
+    }
+    fprintf(f, "\n");
+  }
+  fclose(f);
+  int logy = lo > 0 && hi / lo > 20;
+  snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+  f = fopen(path, "w");
+  if (!f) return 0;
+  fprintf(f,
+          "set terminal pngcairo size 1200,600 noenhanced\nset output '%s/%s.png'\n"
+          "set datafile missing '?'\nset style data histogram\nset style histogram clustered gap 1\n"
+          "set style fill solid 0.8 border -1\nset key outside right top\nset ylabel '%s%s'\n"
+          "set grid ytics\nset xtics rotate by -20\n%s\n"
+          "plot for [i=2:%zu] '%s/%s.dat' using i:xtic(1) title columnheader(i)\n",
+          dir, name, ylabel, logy ? " (log scale)" : "", logy ? "set logscale y\nset yrange [0.5:*]" : "set yrange [0:*]", na + 1, dir, name);
+  fclose(f);
+  char cmd[8400];
+  snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>'%s/%s.gnuplot.log'", path, dir, name);
+  int st = system(cmd);
+  if (st != 0) {
+    /* pngcairo may be missing: try the plain png terminal once */
+    snprintf(cmd, sizeof cmd, "sed -i 's/pngcairo/png/' '%s' && gnuplot '%s' 2>>'%s/%s.gnuplot.log'", path, path, dir, name);
+    st = system(cmd);
+  }
+  return st == 0;
+}
+
+int tb_write_plots(const char *dir, const tb_cell_t *cells, size_t n) {
+  if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "tlbbench: gnuplot not found: no plots (install gnuplot-nox); data files still written\n");
+  }
+  int made = 0;
+  made += plot_one(dir, "walks_per_1k", "simulated page walks per 1,000 accesses", m_walks, cells, n);
+  made += plot_one(dir, "tlb_entries", "TLB entries the hot set needs", m_entries, cells, n);
+  made += plot_one(dir, "time", "ns per operation (median)", m_time, cells, n);
+  return made;
+}

@@ -1,0 +1,148 @@
+/* The benchmark matrix: which allocators (with the exact library and environment each run
+ * gets) and which workloads (with their sizes per scale). */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LIBDIR "/usr/lib/x86_64-linux-gnu/"
+
+static const char *lib_jemalloc = LIBDIR "libjemalloc.so.2";
+static const char *lib_tcmalloc = LIBDIR "libtcmalloc_minimal.so.4";
+static const char *lib_mimalloc = LIBDIR "libmimalloc.so.2";
+
+/* Paths can be overridden (--lib NAME=PATH); the table points at these slots. */
+static const char *over_name[8];
+static const char *over_path[8];
+static int n_over;
+
+const tb_alloc_t tb_allocs[] = {
+  {"glibc", TB_LIB_NONE, NULL, {NULL}, NULL, "libc.so.6", "glibc malloc, defaults"},
+  {"glibc-thp", TB_LIB_NONE, NULL, {"GLIBC_TUNABLES=glibc.malloc.hugetlb=1", NULL}, NULL, "libc.so.6",
+   "glibc with glibc.malloc.hugetlb=1 (madvise THP on its heap)"},
+  {"glibc-hugetlb", TB_LIB_NONE, NULL, {"GLIBC_TUNABLES=glibc.malloc.hugetlb=2", NULL}, NULL, "libc.so.6",
+   "glibc with glibc.malloc.hugetlb=2 (MAP_HUGETLB from the hugetlbfs pool)"},
+  {"jemalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libjemalloc.so.2", "jemalloc 5 (Debian libjemalloc2), defaults"},
+  {"jemalloc-thp", TB_LIB_PATH, NULL, {"MALLOC_CONF=thp:always,metadata_thp:always", NULL}, NULL,
+   "libjemalloc.so.2", "jemalloc with MALLOC_CONF=thp:always,metadata_thp:always"},
+  {"tcmalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libtcmalloc_minimal.so.4", "gperftools tcmalloc (minimal)"},
+  {"mimalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libmimalloc.so.2", "mimalloc 2, defaults"},
+  {"mimalloc-large", TB_LIB_PATH, NULL, {"MIMALLOC_LARGE_OS_PAGES=1", NULL}, NULL, "libmimalloc.so.2",
+   "mimalloc with MIMALLOC_LARGE_OS_PAGES=1"},
+  {"tlbpack", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site", NULL}, NULL, "libtlbpack.so",
+   "tlbpack, pool:auto, group:site (the default)"},
+  {"tlbpack-thread", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:thread", NULL}, NULL,
+   "libtlbpack.so", "tlbpack, group:thread"},
+  {"tlbpack-none", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:none", NULL}, NULL,
+   "libtlbpack.so", "tlbpack, group:none (size classes only)"},
+  {"tlbpack-hugetlbfs", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:hugetlbfs,group:site", NULL}, NULL,
+   "libtlbpack.so", "tlbpack, pool:hugetlbfs only"},
+  {"tlbpack-thp", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:thp,group:site", NULL}, NULL,
+   "libtlbpack.so", "tlbpack, pool:thp only"},
+  {"tlbpack-4k", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:4k,group:site", NULL}, NULL,
+   "libtlbpack.so", "tlbpack, pool:4k (placement without huge pages)"},
+  {"ideal", TB_LIB_NONE, NULL, {NULL}, "--ideal", NULL,
+   "hot objects bump-allocated from one MAP_HUGETLB region (THP if no pool): the layout limit"},
+};
+const size_t tb_nallocs = sizeof tb_allocs / sizeof tb_allocs[0];
+
+/* Sizes: demo keeps the whole `make demo` under 3 minutes on 2 cores. records' hot set (~4.6 MB)
+ * stays in cache even on this shared host, where lookups slow down from ~4 MB of hot data on
+ * (the nominal L3 is 32 MiB; neighbours use it), yet needs more 4 KiB pages under jemalloc than
+ * the 3072-entry L2 TLB holds: 8 cold buffers per record dilute the size-class slabs. */
+const tb_workload_t tb_workloads[] = {
+  {"records", "wl_records",
+   {"--records 400 --lookups 20000", "--records 18000 --cold 8 --lookups 1000000",
+    "--records 18000 --cold 8 --lookups 3000000"}, 1, 1,
+   "co-used node+key+value records among cold and short-lived objects, dependent lookups; hot set ~4.6 MB (in cache), >3072 4 KiB pages under jemalloc"},
+  {"records-big", "wl_records",
+   {"--records 800 --lookups 20000", "--records 400000 --lookups 1000000",
+    "--records 400000 --lookups 2000000"}, 1, 0,
+   "the same, hot set ~100 MB (larger than the L3), 2 cold buffers per record"},
+  {"index", "wl_index",
+   {"--keys 500 --ops 2000", "--keys 100000 --ops 150000", "--keys 200000 --ops 400000"}, 0, 1,
+   "red-black tree with separate values: lookups, inserts, deletes, range scans"},
+  {"chase", "wl_chase",
+   {"--nodes 500 --steps 20000", "--nodes 100000 --steps 1000000", "--nodes 200000 --steps 3000000"}, 0, 1,
+   "pointer chasing through a list linked in random order"},
+  {"chase-warm", "wl_chase",
+   {"--nodes 500 --steps 20000 --warm 8", "--nodes 100000 --steps 1000000 --warm 8",
+    "--nodes 200000 --steps 3000000 --warm 8"}, 0, 1,
+   "the same list, warming the node 8 steps ahead (tp_warm when exported, else prefetch)"},
+  {"lru", "wl_lru",
+   {"--capacity 200 --ops 5000", "--capacity 50000 --ops 300000", "--capacity 100000 --ops 1000000"}, 0, 0,
+   "LRU cache (hash + list) under churn, skewed keys"},
+  {"strings", "wl_strings",
+   {"--lines 2000", "--lines 100000", "--lines 400000"}, 0, 0,
+   "log parsing: interned names, strdup'd values, growing arrays"},
+  {"sqlite", "wl_sqlite",
+   {"--rows 100 --trace-rows 20", "--rows 20000 --trace-rows 150", "--rows 100000 --trace-rows 300"}, 0, 0,
+   "sqlite3 running a script (in-memory table + index); traced with valgrind lackey"},
+  {"malloc-st", "wl_malloc",
+   {"--ops 20000 --live 1000", "--ops 2000000", "--ops 10000000"}, 0, 0,
+   "malloc/free throughput: one thread, 16-512 B, random free order"},
+  {"malloc-mt", "wl_malloc",
+   {"--ops 20000 --threads 2", "--ops 2000000 --threads 2", "--ops 10000000 --threads 2"}, 0, 0,
+   "malloc/free throughput: two threads, every free cross-thread"},
+};
+const size_t tb_nworkloads = sizeof tb_workloads / sizeof tb_workloads[0];
+
+const tb_alloc_t *tb_alloc_find(const char *name) {
+  for (size_t i = 0; i < tb_nallocs; i++)
+    if (!strcmp(tb_allocs[i].name, name)) return &tb_allocs[i];
+  return NULL;
+}
+
+const tb_workload_t *tb_workload_find(const char *name) {
+  for (size_t i = 0; i < tb_nworkloads; i++)
+    if (!strcmp(tb_workloads[i].name, name)) return &tb_workloads[i];
+  return NULL;
+}
+
+int tb_alloc_override(const char *spec) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || !eq[1] || n_over == 8) return -1;
+  static char names[8][32];
+  size_t n = (size_t)(eq - spec);
+  if (n >= sizeof names[0]) return -1;
+  memcpy(names[n_over], spec, n);
+  names[n_over][n] = 0;
+  over_name[n_over] = names[n_over];
+  over_path[n_over] = eq + 1;
+  n_over++;
+  return 0;
+}
+
+/* "jemalloc-thp" -> "jemalloc": overrides apply per library family */
+static const char *family(const char *name, char *buf, size_t n) {
+  snprintf(buf, n, "%s", name);
+  char *dash = strchr(buf, '-');
+  if (dash) *dash = 0;
+  return buf;
+}
+
+const char *tb_alloc_lib(const tb_alloc_t *a, const char *build_dir, char *buf, size_t n,
+                         const char **why) {
+  char fam[32];
+  family(a->name, fam, sizeof fam);
+  const char *path = NULL;
+  if (a->kind == TB_LIB_NONE) { snprintf(buf, n, "%s", ""); return buf; }
+  if (a->kind == TB_LIB_TLBPACK) {
+    snprintf(buf, n, "%s/libtlbpack.so", build_dir);
+    path = buf;
+  } else if (!strcmp(fam, "jemalloc")) path = lib_jemalloc;
+  else if (!strcmp(fam, "tcmalloc")) path = lib_tcmalloc;
+  else if (!strcmp(fam, "mimalloc")) path = lib_mimalloc;
+  for (int i = 0; i < n_over; i++)
+    if (!strcmp(over_name[i], fam) || !strcmp(over_name[i], a->name)) path = over_path[i];
+  if (!path) { *why = "no library known for it"; return NULL; }
+  if (path != buf) snprintf(buf, n, "%s", path);
+  if (access(buf, R_OK) != 0) {
+    *why = a->kind == TB_LIB_TLBPACK ? "libtlbpack.so is not built yet (next to tlbbench)"
+                                     : "library not installed (run `make setup`)";
+    return NULL;
+  }
+  return buf;
+}

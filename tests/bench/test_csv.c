@@ -1,0 +1,185 @@
+/* The writers: CSV fields and rows, the summary CSV, the Markdown table and the targets. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static char *capture(void (*fn)(FILE *, void *), void *arg) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  fn(f, arg);
+  fclose(f);
+  return buf;
+}
+static void field(FILE *f, void *s) { tb_csv_field(f, s); }
+
+Test(csv, plain_field_is_written_as_is) {
+  char *s = capture(field, "jemalloc-thp");
+  cr_assert_str_eq(s, "jemalloc-thp");
+  free(s);
+}
+
+Test(csv, field_with_comma_or_quote_is_quoted_and_quotes_doubled) {
+  char *s = capture(field, "a,b");
+  cr_assert_str_eq(s, "\"a,b\"");
+  free(s);
+  s = capture(field, "say \"hi\"");
+  cr_assert_str_eq(s, "\"say \"\"hi\"\"\"");
+  free(s);
+  s = capture(field, "two\nlines");
+  cr_assert_str_eq(s, "\"two\nlines\"");
+  free(s);
+}
+
+Test(csv, null_field_is_empty) {
+  char *s = capture(field, NULL);
+  cr_assert_str_eq(s, "");
+  free(s);
+}
+
+static void row3(FILE *f, void *arg) {
+  const char *r[] = {"x", "1,5", ""};
+  tb_csv_row(f, r, 3);
+}
+Test(csv, row_joins_fields_with_commas_and_ends_with_newline) {
+  char *s = capture(row3, NULL);
+  cr_assert_str_eq(s, "x,\"1,5\",\n");
+  free(s);
+}
+
+/* counts the fields of each CSV line, honouring quotes; returns lines, -1 if fields differ */
+static int csv_consistent(const char *s, int *fields) {
+  int lines = 0, n = 1, inq = 0, want = -1;
+  for (const char *p = s; *p; p++) {
+    if (*p == '"') inq = !inq;
+    else if (*p == ',' && !inq) n++;
+    else if (*p == '\n' && !inq) {
+      if (want < 0) want = n;
+      else if (n != want) return -1;
+      lines++;
+      n = 1;
+    }
+  }
+  *fields = want;
+  return lines;
+}
+
+static tb_alloc_t je = {.name = "jemalloc"}, jt = {.name = "jemalloc-thp"}, tp = {.name = "tlbpack"};
+static tb_workload_t wl = {.name = "records"};
+static tb_cell_t cells[3];
+
+static void fill(void) {
+  const tb_alloc_t *as[] = {&je, &jt, &tp};
+  double l2[] = {400, 50, 10}, refs[] = {1200, 100, 40}, entries[] = {5000, 300, 6};
+  for (int i = 0; i < 3; i++) {
+    tb_cell_init(&cells[i], &wl, as[i]);
+    char line[256];
+    snprintf(line, sizeof line, "RESULT workload=records ns_per_op=%d peak_rss_kb=1000 hugetlb_kb=0 "
+             "hot_entries=%.0f hot_floor=5 tlb_source=pagemap malloc_from=x,y", 100 - 10 * i, entries[i]);
+    tb_kv_t kv;
+    const char *why;
+    cr_assert_eq(tb_parse_result(line, &kv, &why), 0);
+    tb_cell_add_run(&cells[i], &kv);
+    tb_sim_t *s = &cells[i].sim;
+    s->ok = 1; s->accesses = 1000000; s->l1_misses = l2[i] * 3000; s->l2_misses = l2[i] * 1000;
+    s->walks = l2[i] * 1000; s->walk_levels = s->walks * (i == 2 ? 3 : 4); s->walk_mem_refs = refs[i] * 1000;
+    s->distinct_4k = s->distinct_2m = s->pt_pages = NAN;
+  }
+  tb_summarize(cells, 3);
+}
+
+static void summary(FILE *f, void *arg) { tb_write_summary_csv(f, cells, 3); }
+Test(summary_csv, has_a_header_and_one_row_per_cell_all_the_same_width) {
+  fill();
+  char *s = capture(summary, NULL);
+  int fields = 0;
+  cr_assert_eq(csv_consistent(s, &fields), 4, "header + 3 rows of equal width:\n%s", s);
+  cr_assert_gt(fields, 30);
+  cr_assert(strstr(s, "\"x,y\""), "a comma in a value is quoted");
+  cr_assert(strstr(s, "records,tlbpack,"));
+  free(s);
+}
+
+Test(summary_csv, savings_are_jemalloc_over_the_allocator) {
+  fill();
+  char *s = capture(summary, NULL);
+  /* tlbpack: entries 5000/6 = 833.33, L2 misses 400/10 = 40, walk refs 1200/40 = 30 */
+  char *row = strstr(s, "records,tlbpack,");
+  cr_assert_not_null(row);
+  cr_assert(strstr(row, "833.33,40.00,40.00,"), "row: %s", row);
+  cr_assert(strstr(row, ",30.00,"), "row: %s", row);
+  free(s);
+}
+
+static void md(FILE *f, void *arg) { tb_write_markdown(f, cells, 3); }
+Test(markdown, has_one_table_row_per_cell) {
+  fill();
+  char *s = capture(md, NULL);
+  int rows = 0;
+  for (char *p = s; (p = strstr(p, "\n| records |")); p++) rows++;
+  cr_assert_eq(rows, 3, "%s", s);
+  cr_assert(strstr(s, "| 6 (5) |"), "entries with the floor: %s", s);
+  free(s);
+}
+
+static void targets(FILE *f, void *arg) { tb_write_targets(f, cells, 3); }
+Test(targets, are_judged_against_jemalloc_and_jemalloc_thp) {
+  fill();
+  char *s = capture(targets, NULL);
+  cr_assert(strstr(s, "[met] records: L2 TLB misses, jemalloc / tlbpack = 40.00"), "%s", s);
+  cr_assert(strstr(s, "[met] records: walk levels per walk (tlbpack) = 3.00"), "%s", s);
+  cr_assert(strstr(s, "[met] records: L2 TLB misses, jemalloc-thp / tlbpack = 5.00"), "%s", s);
+  cr_assert(strstr(s, "[met] records: TLB entries, jemalloc-thp / tlbpack = 50.00"), "%s", s);
+  cr_assert(strstr(s, "[n/a] records: ns per lookup, tlbpack / ideal layout"), "no ideal cell: %s", s);
+  free(s);
+}
+
+Test(targets, a_missed_target_says_missed) {
+  fill();
+  cells[2].sim.l2_misses = 200 * 1000;  /* only 2x fewer than jemalloc */
+  char *s = capture(targets, NULL);
+  cr_assert(strstr(s, "[MISSED] records: L2 TLB misses, jemalloc / tlbpack = 2.00"), "%s", s);
+  free(s);
+}
+
+Test(targets, without_a_tlbpack_cell_say_so) {
+  fill();
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  tb_write_targets(f, cells, 2);
+  fclose(f);
+  cr_assert(strstr(buf, "no tlbpack cell ran"));
+  free(buf);
+}
+
+Test(format, nan_prints_as_na) {
+  char b[16];
+  cr_assert_str_eq(tb_fmt(b, sizeof b, NAN, 2), "n/a");
+  cr_assert_str_eq(tb_fmt(b, sizeof b, 1.234, 1), "1.2");
+}
+
+Test(spec, allocators_and_workloads_are_found_by_name) {
+  cr_assert_not_null(tb_alloc_find("jemalloc-thp"));
+  cr_assert_not_null(tb_alloc_find("tlbpack-none"));
+  cr_assert_null(tb_alloc_find("jemallox"));
+  cr_assert_not_null(tb_workload_find("records"));
+  cr_assert_null(tb_workload_find("nope"));
+}
+
+Test(spec, a_missing_library_is_reported_with_a_reason) {
+  cr_assert_eq(tb_alloc_override("tcmalloc=/nonexistent/libtcmalloc.so"), 0);
+  char buf[512];
+  const char *why = NULL;
+  cr_assert_null(tb_alloc_lib(tb_alloc_find("tcmalloc"), "/tmp", buf, sizeof buf, &why));
+  cr_assert_not_null(why);
+  cr_assert_null(tb_alloc_lib(tb_alloc_find("tlbpack"), "/nonexistent-build", buf, sizeof buf, &why));
+  cr_assert(strstr(why, "libtlbpack.so"));
+  cr_assert_not_null(tb_alloc_lib(tb_alloc_find("glibc"), "/tmp", buf, sizeof buf, &why));
+  cr_assert_str_eq(buf, "");
+  cr_assert_eq(tb_alloc_override("no-equals-sign"), -1);
+}

@@ -26,11 +26,11 @@ if [ -z "$CC" ] || ! "$CC" -fsanitize=fuzzer "$probe" -o "$OUT/probe" 2>/dev/nul
   echo "fuzz: skipped: no clang with libFuzzer (install clang and libclang-rt-14-dev)"
   exit 77
 fi
-FLAGS=(-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isim)
+FLAGS=(-g -O1 -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isim)
 # The library, rebuilt when any source is newer than it.
 LIB="$OUT/libtlbsim-fuzz.a"
 SRCS=$(ls sim/*.c | grep -vE 'sim/(main|gen)\.c$')
-if [ ! -f "$LIB" ] || [ -n "$(find sim include -newer "$LIB" -name '*.[ch]' | head -1)" ]; then
+if [ ! -f "$LIB" ] || [ scripts/fuzz.sh -nt "$LIB" ] || [ -n "$(find sim include -newer "$LIB" -name '*.[ch]' | head -1)" ]; then
   rm -f "$OUT"/*.o "$LIB"
   for s in $SRCS; do
     "$CC" "${FLAGS[@]}" -c "$s" -o "$OUT/$(basename "$s" .c).o" || { echo "fuzz: compiling $s failed" >&2; exit 1; }

@@ -174,6 +174,7 @@ struct ts_sim_s {
    * and most recent in its set, so a repeat is a hit that changes no policy state (for every
    * policy). Reset by flushes. */
   uint64_t last_key[2];
+  int store_kind;           /* 2 when stores skip the L1 DTLB (l1d.stores=0), else 0 */
   ts_stats_t st;
 };
 

@@ -247,3 +247,18 @@ Test(policy, random_replacement_is_reproducible_for_a_seed) {
   cr_expect(a != b || b != c, "three seeds gave the same %llu misses", (unsigned long long)a);
   cr_expect(a > 20 && a < 1000);   /* better than LRU's 1000 on a cyclic scan of 20 > 16 */
 }
+
+Test(sim, core2_stores_skip_dtlb0_and_use_dtlb1) {
+  ts_sim_t *s = mk("core2", NULL);
+  ts_access(s, 0x1000, 8, 'W');   /* walk, fills DTLB1 only */
+  ts_access(s, 0x1000, 8, 'W');   /* DTLB1 hit */
+  ts_access(s, 0x1000, 8, 'R');   /* DTLB0 miss, DTLB1 hit, fills DTLB0 */
+  ts_access(s, 0x1000, 8, 'R');   /* DTLB0 hit */
+  const ts_stats_t *st = ts_sim_stats(s);
+  cr_expect_eq(st->l1_bypasses, 2);
+  cr_expect_eq(st->walks, 1);
+  cr_expect_eq(st->l2_hits, 2);
+  cr_expect_eq(st->l1_misses, 1);
+  cr_expect_eq(st->l1_hits, 1);
+  ts_sim_free(s);
+}

@@ -129,7 +129,7 @@ void ts_print_text(FILE *out, ts_sim_t *s, const char *label) {
 
 static void ratio(char *buf, size_t n, uint64_t a, uint64_t b) {
   if (a == 0) snprintf(buf, n, "%s", b ? "inf" : "-");
-  else snprintf(buf, n, "%.3f", (double)b / (double)a);
+  else snprintf(buf, n, "%.4g", (double)b / (double)a);
 }
 
 /* Fields are matched by name: the two runs may differ in levels (and so in rows). */

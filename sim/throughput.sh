@@ -9,8 +9,8 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/tlbsim-tput.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 rate() {   # rate LABEL RECORDS CMD... : prints records per second of user+sys CPU time
   local label=$1 n=$2; shift 2
-  local t0 t1
-  /usr/bin/time -f "%U %S %e" -o "$T/time" "$@" >/dev/null
+  local TIMEFORMAT='%U %S %R' u s e
+  { time "$@" >/dev/null; } 2>"$T/time"
   read -r u s e <"$T/time"
   awk -v l="$label" -v n="$n" -v u="$u" -v s="$s" -v e="$e" 'BEGIN {
     printf "%-34s %6.1f M/s (cpu %.2f s, wall %.2f s)\n", l, n / (u + s) / 1e6, u + s, e }'

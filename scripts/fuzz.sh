@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target under tests/fuzz/ (fuzz_*.c) for a bounded time each.
-#   scripts/fuzz.sh [SECONDS] [--build-dir DIR]
+#   scripts/fuzz.sh [SECONDS] [--build-dir DIR] [--seed N]
+# (--seed makes a short run repeatable, as ctest's 3-second run is; default: libFuzzer's random)
 # Targets link the simulator's sources built with clang -fsanitize=fuzzer,address,undefined.
 # Corpora: tests/fuzz/corpus/<target>/ (read; new inputs go to a scratch directory).
 # Exit: 0 all ran clean, 1 a target crashed or failed to build, 77 no clang with libFuzzer.
@@ -8,11 +9,13 @@ set -u
 cd "$(dirname "$0")/.."
 SECS=10
 OUT=build/fuzz
+SEED=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) OUT=$2; shift 2 ;;
+    --seed) SEED=(-seed="$2"); shift 2 ;;
     [0-9]*) SECS=$1; shift ;;
-    *) echo "fuzz.sh: unknown argument '$1' (expected SECONDS or --build-dir DIR)" >&2; exit 2 ;;
+    *) echo "fuzz.sh: unknown argument '$1' (expected SECONDS, --build-dir DIR or --seed N)" >&2; exit 2 ;;
   esac
 done
 CC=""
@@ -48,7 +51,7 @@ for t in tests/fuzz/fuzz_*.c; do
   corpus=tests/fuzz/corpus/$short
   mkdir -p "$corpus"
   echo "fuzz: $name for ${SECS}s"
-  if ! "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=1024 -print_final_stats=0 \
+  if ! "$bin" "${SEED[@]}" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=1024 -print_final_stats=0 \
         -artifact_prefix="$OUT/$name-" "$scratch" "$corpus" >"$OUT/$name.log" 2>&1; then
     echo "fuzz: $name FAILED; log: $OUT/$name.log; crash input: $(ls "$OUT/$name-"* 2>/dev/null | head -1)" >&2
     tail -30 "$OUT/$name.log" >&2

@@ -192,3 +192,71 @@ Test(site, group_none_puts_every_site_in_the_shared_group) {
   tp_free(a);
   tp_free(b);
 }
+
+Test(arena, blocks_of_any_size_follow_each_other_in_allocation_order) {
+  tp_group_t *g = tp_group_create_arena("orders");
+  char *node = tp_group_malloc(g, 64), *key = tp_group_malloc(g, 20), *val = tp_group_malloc(g, 100);
+  cr_assert_eq(key, node + 64, "key right after node");
+  cr_assert_eq(val, key + 32, "value right after the key (rounded to 16 bytes)");
+  cr_assert_eq(tp_malloc_usable_size(key), 32);
+  strcpy(key, "abc");
+  key = tp_group_realloc(g, key, 2000);
+  cr_assert_str_eq(key, "abc");
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 3);
+  cr_assert_eq(st.bytes, 64 + 112 + 2000);
+  tp_free(node);
+  tp_free(key);
+  tp_free(val);
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 0);
+  tp_group_destroy(g);
+}
+
+Test(arena, a_run_goes_back_when_its_last_block_is_freed) {
+  tp_group_t *g = tp_group_create_arena("churn");
+  tp_stats_t before, after;
+  tp_stats_get(&before);
+  for (int round = 0; round < 50; round++) { /* 50 x 1.2 MiB through the arena, all freed */
+    static void *v[3000];
+    for (int i = 0; i < 3000; i++) v[i] = tp_group_malloc(g, 400);
+    for (int i = 0; i < 3000; i++) tp_free(v[i]);
+  }
+  tp_stats_get(&after);
+  cr_assert_lt(after.mapped_bytes, before.mapped_bytes + ((size_t)8 << 20), "runs were not given back");
+  cr_assert_eq(after.live_objects, before.live_objects);
+  tp_group_destroy(g);
+}
+
+Test(arena, calloc_zeroes_and_big_blocks_take_the_normal_path) {
+  tp_group_t *g = tp_group_create_arena("z");
+  for (int i = 0; i < 100; i++) {
+    unsigned char *p = tp_group_malloc(g, 200);
+    memset(p, 0xff, 200);
+    tp_free(p); /* its run is current, so the space is not reused: calloc still zeroes */
+  }
+  unsigned char *z = tp_group_calloc(g, 1, 2000);
+  for (int i = 0; i < 2000; i++) cr_assert_eq(z[i], 0);
+  void *big = tp_group_malloc(g, 100000);
+  cr_assert(tp_owns(big));
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 2);
+  tp_group_destroy(g); /* frees both */
+}
+
+Test(arena, double_free_aborts, .signal = SIGABRT) {
+  tp_group_t *g = tp_group_create_arena("d");
+  void *p = tp_group_malloc(g, 50);
+  void *q = tp_group_malloc(g, 50);
+  (void)q;
+  tp_free(p);
+  tp_free(p);
+}
+
+Test(arena, interior_pointer_aborts, .signal = SIGABRT) {
+  tp_group_t *g = tp_group_create_arena("i");
+  char *p = tp_group_malloc(g, 50);
+  tp_free(p + 8);
+}

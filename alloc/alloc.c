@@ -95,8 +95,15 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   if (b != NULL) {
     if (b->count == 0) {
       unsigned want = b->cap / 2 ? b->cap / 2 : 1;
-      b->count = _tp_bin_fill(_tp_groups[g], c, b->e, want);
-      if (b->count == 0) return enomem();
+      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want);
+      if (n == 0) return enomem();
+      /* The cache pops from the top: reverse the batch so blocks come out in address order. */
+      for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
+        tp_entry_t t = b->e[i];
+        b->e[i] = b->e[j];
+        b->e[j] = t;
+      }
+      b->count = n;
     }
     e = b->e[--b->count];
   } else if (_tp_bin_fill(_tp_groups[g], c, &e, 1) == 0) {
@@ -179,6 +186,15 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
   tp_tcache_t *tc = tcache();
   if (TP_UNLIKELY(size > (size_t)PTRDIFF_MAX)) return enomem();
   size_t req = size ? size : 1;
+  tp_group_t *grp = _tp_groups[g];
+  if (grp->ordered && req <= TP_ARENA_MAX && align <= TP_GRANULE) {
+    size_t usable;
+    void *p = _tp_arena_alloc(grp, req, zero, &usable);
+    if (p == NULL) return enomem();
+    count_alloc(tc, usable);
+    _tp_stats_note_live(0);
+    return p;
+  }
   if (align > 16) {
     if (align <= TP_PAGE && req <= TP_SMALL_MAX) {
       size_t r = (req + align - 1) & ~(align - 1);
@@ -197,6 +213,11 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
 
 /* ---- free ---------------------------------------------------------------------------- */
 static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
+  if (s->kind == TP_SLAB_ARENA) {
+    count_free(tcache(), _tp_arena_free(s, p));
+    _tp_stats_note_live(0);
+    return;
+  }
   if ((uintptr_t)p != s->base) invalid_free(p, "points inside a block, not at its start");
   /* An exchange, not a load and a store: two racing frees must not both release the run. */
   if (!__atomic_exchange_n(&s->live[0], 0, __ATOMIC_ACQ_REL)) double_free(p);
@@ -273,6 +294,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
   tp_slab_t *s = h ? h->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)] : NULL;
   if (s == NULL) return 0;
   if (slab_out) *slab_out = s;
+  if (s->kind == TP_SLAB_ARENA) return _tp_arena_usable(s, p);
   if (s->kind != TP_SLAB_SMALL)
     return (uintptr_t)p == s->base && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED) ? slab_usable(s) : 0;
   uintptr_t off = (uintptr_t)p - s->base;

@@ -147,6 +147,7 @@ static void collect_owned(tp_hpage_t *h, void *arg) {
 
 void _tp_bin_release_all(tp_group_t *g) {
   for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->bins[c].lock);
+  _tp_lock(&g->arena_lock);
   for (;;) {
     collect_t col = {g, NULL, 0, 4096};
     col.list = _tp_meta_alloc(col.cap * sizeof(tp_slab_t *));
@@ -156,7 +157,9 @@ void _tp_bin_release_all(tp_group_t *g) {
     _tp_unlock(&_tp_heap_lock);
     for (size_t i = 0; i < col.n; i++) {
       tp_slab_t *s = col.list[i];
-      if (s->kind == TP_SLAB_LARGE) {
+      if (s->kind == TP_SLAB_ARENA) {
+        _tp_arena_release(s);
+      } else if (s->kind == TP_SLAB_LARGE) {
         _tp_heap_free_large(s->hp, s->nhpages);
         _tp_meta_free(s, TP_BIG_META);
       } else if (s->kind == TP_SLAB_MEDIUM) {
@@ -170,6 +173,8 @@ void _tp_bin_release_all(tp_group_t *g) {
     _tp_meta_free(col.list, col.cap * sizeof(tp_slab_t *));
     if (n < col.cap) break;
   }
+  g->arena_cur = NULL;
+  _tp_unlock(&g->arena_lock);
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     g->bins[c].partial = NULL;
     g->bins[c].slabs = 0;

@@ -168,3 +168,95 @@ Test(group, null_group_means_the_default_placement) {
   cr_assert(tp_owns(p));
   tp_free(p);
 }
+
+Test(site, groups_are_bounded_and_later_sites_share_group_zero) {
+  unsigned bound = _tp_opt.site_groups, distinct_ids = 0, shared = 0;
+  static unsigned char seen[TP_MAX_GROUPS];
+  for (uintptr_t i = 0; i < bound + 50; i++) {
+    uintptr_t fake_site = 0x400000 + i * 40; /* fake return addresses: no code behind them */
+    unsigned g = _tp_site_group(fake_site);
+    cr_assert_eq(_tp_site_group(fake_site), g, "a site keeps its group");
+    if (g == TP_SHARED_GROUP) shared++;
+    else if (!seen[g]++) distinct_ids++;
+  }
+  cr_assert_leq(distinct_ids, bound);
+  cr_assert_geq(shared, 50);
+}
+
+Test(site, group_none_puts_every_site_in_the_shared_group) {
+  _tp_tc->mode = TP_GROUP_NONE; /* what group:none sets for every thread cache */
+  void *a = site_a(48), *b = site_b(48);
+  cr_assert_eq(_tp_hpage_of(a)->slot_slab[((uintptr_t)a >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
+  cr_assert_eq(_tp_hpage_of(b)->slot_slab[((uintptr_t)b >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
+  cr_assert_eq((uintptr_t)b, (uintptr_t)a + 48, "size-class placement: a=%p b=%p are neighbours", a, b);
+  tp_free(a);
+  tp_free(b);
+}
+
+Test(arena, blocks_of_any_size_follow_each_other_in_allocation_order) {
+  tp_group_t *g = tp_group_create_arena("orders");
+  char *node = tp_group_malloc(g, 64), *key = tp_group_malloc(g, 20), *val = tp_group_malloc(g, 100);
+  cr_assert_eq(key, node + 64, "key right after node");
+  cr_assert_eq(val, key + 32, "value right after the key (rounded to 16 bytes)");
+  cr_assert_eq(tp_malloc_usable_size(key), 32);
+  strcpy(key, "abc");
+  key = tp_group_realloc(g, key, 2000);
+  cr_assert_str_eq(key, "abc");
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 3);
+  cr_assert_eq(st.bytes, 64 + 112 + 2000);
+  tp_free(node);
+  tp_free(key);
+  tp_free(val);
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 0);
+  tp_group_destroy(g);
+}
+
+Test(arena, a_run_goes_back_when_its_last_block_is_freed) {
+  tp_group_t *g = tp_group_create_arena("churn");
+  tp_stats_t before, after;
+  tp_stats_get(&before);
+  for (int round = 0; round < 50; round++) { /* 50 x 1.2 MiB through the arena, all freed */
+    static void *v[3000];
+    for (int i = 0; i < 3000; i++) v[i] = tp_group_malloc(g, 400);
+    for (int i = 0; i < 3000; i++) tp_free(v[i]);
+  }
+  tp_stats_get(&after);
+  cr_assert_lt(after.mapped_bytes, before.mapped_bytes + ((size_t)8 << 20), "runs were not given back");
+  cr_assert_eq(after.live_objects, before.live_objects);
+  tp_group_destroy(g);
+}
+
+Test(arena, calloc_zeroes_and_big_blocks_take_the_normal_path) {
+  tp_group_t *g = tp_group_create_arena("z");
+  for (int i = 0; i < 100; i++) {
+    unsigned char *p = tp_group_malloc(g, 200);
+    memset(p, 0xff, 200);
+    tp_free(p); /* its run is current, so the space is not reused: calloc still zeroes */
+  }
+  unsigned char *z = tp_group_calloc(g, 1, 2000);
+  for (int i = 0; i < 2000; i++) cr_assert_eq(z[i], 0);
+  void *big = tp_group_malloc(g, 100000);
+  cr_assert(tp_owns(big));
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 2);
+  tp_group_destroy(g); /* frees both */
+}
+
+Test(arena, double_free_aborts, .signal = SIGABRT) {
+  tp_group_t *g = tp_group_create_arena("d");
+  void *p = tp_group_malloc(g, 50);
+  void *q = tp_group_malloc(g, 50);
+  (void)q;
+  tp_free(p);
+  tp_free(p);
+}
+
+Test(arena, interior_pointer_aborts, .signal = SIGABRT) {
+  tp_group_t *g = tp_group_create_arena("i");
+  char *p = tp_group_malloc(g, 50);
+  tp_free(p + 8);
+}

@@ -2,9 +2,8 @@
 # build.sh OUT [libfuzzer|standalone]: builds the TLBPACK_CONF fuzz target to OUT.
 # libfuzzer (default when clang has libFuzzer): clang -fsanitize=fuzzer,address,undefined;
 # standalone: cc with ASan+UBSan and the built-in mutation driver (-DTP_FUZZ_STANDALONE).
-# Run: OUT -max_total_time=SECONDS tests/fuzz/corpus/conf   (libFuzzer), or
-#      OUT -runs=N tests/fuzz/corpus/conf/*                 (standalone: replay, then N mutations).
-# scripts/fuzz.sh (`make fuzz`) builds and runs it with the other targets, via ../fuzz_conf.c.
+# Run: OUT -max_total_time=SECONDS tests/fuzz/conf/corpus (either build takes that form; the
+# standalone one also takes -runs=N). scripts/fuzz.sh (`make fuzz`) builds and runs it.
 set -euo pipefail
 out=${1:?usage: build.sh OUT [libfuzzer|standalone]}
 here=$(cd "$(dirname "$0")" && pwd)

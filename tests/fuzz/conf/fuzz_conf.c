@@ -9,10 +9,10 @@
  *   - at most one warning per comma-separated entry;
  *   - parsing is deterministic (same input, same options and warnings).
  *
- * Build: scripts/fuzz.sh builds and runs it with the other targets (through the one-line
- * tests/fuzz/fuzz_conf.c; seeds in tests/fuzz/corpus/conf/). build.sh here builds it alone,
- * with libFuzzer or, with any compiler, -DTP_FUZZ_STANDALONE: a driver that replays the files
- * given as arguments and then mutates them for a bounded number of runs.
+ * Build: scripts/fuzz.sh (`make fuzz`) builds it with build.sh and runs it with the other
+ * targets; seeds in corpus/. build.sh picks libFuzzer or, with any compiler,
+ * -DTP_FUZZ_STANDALONE: a driver that replays the files and directories given as arguments
+ * and then mutates them for -runs=N runs or -max_total_time=S seconds.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -85,30 +85,51 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef TP_FUZZ_STANDALONE
-/* usage: fuzz_conf [-runs=N] [-seed=S] FILE... : each file once, then N random mutations of
- * them (byte flips, insertions of separators and known keys, truncations). */
+#include <dirent.h>
+#include <time.h>
+/* usage: fuzz_conf [-runs=N] [-max_total_time=S] [-seed=S] FILE|DIR... : each file once, then
+ * random mutations of them (byte flips, insertions of separators and known keys, truncations,
+ * doubling) until N runs or S seconds (default 100000 runs). Other -flags are ignored. */
+static char bufs[64][4096];
+static size_t lens[64];
+static int n;
+
+static void load(const char *path) {
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    char sub[4096];
+    while ((e = readdir(d)) != NULL)
+      if (e->d_name[0] != '.') { snprintf(sub, sizeof sub, "%s/%s", path, e->d_name); load(sub); }
+    closedir(d);
+    return;
+  }
+  FILE *f = fopen(path, "rb");
+  if (!f) { fprintf(stderr, "fuzz_conf: cannot open %s\n", path); exit(2); }
+  if (n < 64) { lens[n] = fread(bufs[n], 1, sizeof bufs[n], f); LLVMFuzzerTestOneInput((uint8_t *)bufs[n], lens[n]); n++; }
+  fclose(f);
+}
 static const char *tokens[] = {"stats", "pool", "group", "numa", "verbose", "regions", "retain_mb",
                                "sites", "exclusive_kb", ":", ",", "1", "0", "json", "auto", "4k", "thp",
                                "hugetlbfs", "site", "thread", "none", "99999999999999999999", "-1", "\n"};
 
 int main(int argc, char **argv) {
-  long runs = 100000;
+  long runs = -1, max_time = -1;
   unsigned long long seed = 1;
-  static char bufs[64][4096];
-  size_t lens[64];
-  int n = 0;
   for (int i = 1; i < argc; i++) {
     if (strncmp(argv[i], "-runs=", 6) == 0) { runs = atol(argv[i] + 6); continue; }
+    if (strncmp(argv[i], "-max_total_time=", 16) == 0) { max_time = atol(argv[i] + 16); continue; }
     if (strncmp(argv[i], "-seed=", 6) == 0) { seed = strtoull(argv[i] + 6, NULL, 10); continue; }
     if (argv[i][0] == '-') continue;  /* other libFuzzer flags: ignored */
-    FILE *f = fopen(argv[i], "rb");
-    if (!f) { fprintf(stderr, "fuzz_conf: cannot open %s\n", argv[i]); return 2; }
-    if (n < 64) { lens[n] = fread(bufs[n], 1, sizeof bufs[n], f); LLVMFuzzerTestOneInput((uint8_t *)bufs[n], lens[n]); n++; }
-    fclose(f);
+    load(argv[i]);
   }
+  if (runs < 0 && max_time < 0) runs = 100000;
+  time_t end = max_time >= 0 ? time(NULL) + max_time : 0;
   if (n == 0) { strcpy(bufs[0], "stats:1,pool:auto"); lens[0] = strlen(bufs[0]); n = 1; }
   char m[8192];
-  for (long r = 0; r < runs; r++) {
+  long r = 0;
+  for (; runs < 0 || r < runs; r++) {
+    if (max_time >= 0 && (r & 1023) == 0 && time(NULL) >= end) break;
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     int src = (int)((seed >> 33) % (unsigned)n);
     size_t len = lens[src];
@@ -128,7 +149,7 @@ int main(int argc, char **argv) {
     }
     LLVMFuzzerTestOneInput((uint8_t *)m, len);
   }
-  printf("fuzz_conf: %d inputs replayed, %ld mutations run, no invariant broken\n", n, runs);
+  printf("fuzz_conf: %d inputs replayed, %ld mutations run, no invariant broken\n", n, r);
   return 0;
 }
 #endif

@@ -46,6 +46,7 @@ run thread_churn_groups   bash $it/run_prog.sh conf=stats:1,group:thread stats i
 run groups_direct         "$TP_BUILD_DIR/it_group_stress" 8 $((ops / 4)) 8
 run fork_busy_threads     bash $it/run_prog.sh plain it_fork_threads 1000 4
 run fork_empty_pool       bash $it/run_prog.sh plain it_fork_threads 200 4 0
+run fork_writers          bash $it/run_prog.sh conf=stats:1,retain_mb:0 plain it_fork_writers 3000 2 4
 run signals               bash $it/run_prog.sh plain it_signals 8 $((ops / 2))
 run exit_handlers         bash $it/run_prog.sh exit it_exit_alloc 256
 run aslimit_256m          bash $it/run_prog.sh aslimit it_aslimit 256

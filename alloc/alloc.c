@@ -45,16 +45,11 @@ static TP_NOINLINE _Noreturn void invalid_free(const void *p, const char *why) {
   _tp_fatal("invalid free of %p: %s", p, why);
 }
 static TP_NOINLINE _Noreturn void double_free(const void *p) { _tp_fatal("double free of %p", p); }
-static TP_NOINLINE _Noreturn void corrupted(const void *p) {
-  _tp_fatal("heap corruption: %p was about to be handed out while live", p);
-}
 
 /* ---- helpers ------------------------------------------------------------------------- */
-static inline void mark_live(tp_entry_t e) {
-  _Atomic uint64_t *w = (_Atomic uint64_t *)(e.wb >> 6);
-  uint64_t m = 1ull << (e.wb & 63);
-  if (TP_UNLIKELY(atomic_fetch_or_explicit(w, m, memory_order_relaxed) & m)) corrupted(e.p);
-}
+/* A store only: reading the byte first would cost a cache miss on every malloc, and it could
+ * only catch a bug of tlbpack's own (objects in caches are never live). */
+static inline void mark_live(tp_entry_t e) { __atomic_store_n(e.live, 1, __ATOMIC_RELAXED); }
 
 static inline void count_alloc(tp_tcache_t *tc, size_t sz) {
   tc->nmalloc++;
@@ -114,11 +109,10 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   return e.p;
 }
 
-#define BIG_META (sizeof(tp_slab_t) + sizeof(uint64_t))
 
 static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
-  tp_slab_t *s = _tp_meta_alloc(BIG_META);
+  tp_slab_t *s = _tp_meta_alloc(TP_BIG_META);
   if (s == NULL) return enomem();
   tp_hpage_t *h;
   unsigned slot;
@@ -126,7 +120,7 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   tp_group_t *grp = _tp_groups[g];
   void *mem = _tp_heap_alloc_slots(grp, n, &h, &slot, &zeroed);
   if (mem == NULL) {
-    _tp_meta_free(s, BIG_META);
+    _tp_meta_free(s, TP_BIG_META);
     return enomem();
   }
   s->base = (uintptr_t)mem;
@@ -137,7 +131,8 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   s->nslots = (uint8_t)n;
   s->first_slot = (uint8_t)slot;
   s->hp = h;
-  atomic_store_explicit(&s->live[0], 1, memory_order_relaxed);
+  s->live = (uint8_t *)s->data;
+  __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
   for (unsigned i = slot; i < slot + n; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
   size_t bytes = atomic_fetch_add(&grp->slab_bytes, s->size) + s->size;
   if (!grp->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE) grp->exclusive = 1;
@@ -150,13 +145,13 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
 static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero) {
   if (size > ((size_t)1 << 46)) return enomem();
   size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
-  tp_slab_t *s = _tp_meta_alloc(BIG_META);
+  tp_slab_t *s = _tp_meta_alloc(TP_BIG_META);
   if (s == NULL) return enomem();
   tp_hpage_t *h;
   int zeroed;
   void *mem = _tp_heap_alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, &h, &zeroed);
   if (mem == NULL) {
-    _tp_meta_free(s, BIG_META);
+    _tp_meta_free(s, TP_BIG_META);
     return enomem();
   }
   s->base = (uintptr_t)mem;
@@ -166,7 +161,8 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
   s->kind = TP_SLAB_LARGE;
   s->nhpages = (uint32_t)n;
   s->hp = h;
-  atomic_store_explicit(&s->live[0], 1, memory_order_relaxed);
+  s->live = (uint8_t *)s->data;
+  __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
   h->owner = (uint16_t)g;
   __atomic_store_n(&h->slot_slab[0], s, __ATOMIC_RELEASE);
   count_alloc(tc, n * TP_HPAGE);
@@ -202,7 +198,8 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
 /* ---- free ---------------------------------------------------------------------------- */
 static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   if ((uintptr_t)p != s->base) invalid_free(p, "points inside a block, not at its start");
-  if (!(atomic_fetch_and(&s->live[0], ~1ull) & 1)) double_free(p);
+  /* An exchange, not a load and a store: two racing frees must not both release the run. */
+  if (!__atomic_exchange_n(&s->live[0], 0, __ATOMIC_ACQ_REL)) double_free(p);
   size_t usable = slab_usable(s);
   tp_tcache_t *tc = tcache();
   count_free(tc, usable);
@@ -212,7 +209,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   } else {
     _tp_heap_free_large(s->hp, s->nhpages);
   }
-  _tp_meta_free(s, BIG_META);
+  _tp_meta_free(s, TP_BIG_META);
   _tp_stats_note_live(0);
 }
 
@@ -249,10 +246,10 @@ static inline void free_block(void *p, tp_slab_t **slab_out) {
   uint32_t idx = (uint32_t)((off * s->recip) >> 40);
   if (TP_UNLIKELY((uintptr_t)idx * s->size != off || idx >= s->nobj))
     invalid_free(p, "points inside a block, not at its start");
-  _Atomic uint64_t *w = &s->live[idx >> 6];
-  uint64_t m = 1ull << (idx & 63);
-  if (TP_UNLIKELY(!(atomic_fetch_and_explicit(w, ~m, memory_order_relaxed) & m))) double_free(p);
-  tp_entry_t e = {p, ((uintptr_t)w << 6) | (idx & 63)};
+  uint8_t *live = &s->live[idx];
+  if (TP_UNLIKELY(!__atomic_load_n(live, __ATOMIC_RELAXED))) double_free(p);
+  __atomic_store_n(live, 0, __ATOMIC_RELAXED);
+  tp_entry_t e = {p, live};
   tp_tcache_t *tc = _tp_tc;
   tp_tgroup_t *tg;
   tp_tbin_t *b;
@@ -276,11 +273,12 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
   tp_slab_t *s = h ? h->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)] : NULL;
   if (s == NULL) return 0;
   if (slab_out) *slab_out = s;
-  if (s->kind != TP_SLAB_SMALL) return (uintptr_t)p == s->base && (atomic_load(&s->live[0]) & 1) ? slab_usable(s) : 0;
+  if (s->kind != TP_SLAB_SMALL)
+    return (uintptr_t)p == s->base && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED) ? slab_usable(s) : 0;
   uintptr_t off = (uintptr_t)p - s->base;
   uint32_t idx = (uint32_t)((off * s->recip) >> 40);
   if ((uintptr_t)idx * s->size != off || idx >= s->nobj) return 0;
-  if (!(atomic_load_explicit(&s->live[idx >> 6], memory_order_relaxed) & (1ull << (idx & 63)))) return 0;
+  if (!__atomic_load_n(&s->live[idx], __ATOMIC_RELAXED)) return 0;
   return s->size;
 }
 

@@ -186,8 +186,7 @@ static void gstat_page(tp_hpage_t *h, void *arg) {
       tp_slab_t *s = h->slot_slab[i];
       if (s == NULL || s->first_slot != i || s->group != a->g->id) continue;
       size_t live = 0;
-      for (unsigned w = 0; w < (s->kind == TP_SLAB_SMALL ? s->nwords : 1u); w++)
-        live += (size_t)__builtin_popcountll(atomic_load_explicit(&s->live[w], memory_order_relaxed));
+      for (unsigned o = 0; o < s->nobj; o++) live += __atomic_load_n(&s->live[o], __ATOMIC_RELAXED) != 0;
       a->st->objects += live;
       a->st->bytes += live * s->size;
       if (live && !counted) {
@@ -197,7 +196,7 @@ static void gstat_page(tp_hpage_t *h, void *arg) {
     }
   } else if (h->state == TP_HP_LARGE) {
     tp_slab_t *s = h->slot_slab[0];
-    if (s && s->group == a->g->id && (atomic_load(&s->live[0]) & 1)) {
+    if (s && s->group == a->g->id && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED)) {
       a->st->objects++;
       a->st->bytes += s->size;
       a->st->huge_pages += s->nhpages;

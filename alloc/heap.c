@@ -200,7 +200,13 @@ void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsig
   _tp_lock(&_tp_heap_lock);
   tp_group_t *owner = g->exclusive ? g : &_tp_shared_group;
   int slot = -1;
-  tp_hpage_t *h = _tp_filler_pick(&owner->filler, n, &slot);
+  tp_hpage_t *h = NULL;
+  /* A young group keeps to the shared hpage it already uses: its first slabs stay together. */
+  tp_hpage_t *y = g->exclusive ? NULL : g->young_hp;
+  if (y && y->state == TP_HP_ACTIVE && y->owner == TP_SHARED_GROUP && (slot = _tp_slots_find_run(y->used_mask, n)) >= 0)
+    h = y;
+  else
+    h = _tp_filler_pick(&owner->filler, n, &slot);
   if (h == NULL) {
     h = get_hpage();
     if (h == NULL) {
@@ -218,6 +224,7 @@ void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsig
   *zeroed = (h->fresh_mask & bits) == bits;
   h->fresh_mask &= ~bits;
   _tp_filler_update(&owner->filler, h, (unsigned)slot, n, 1);
+  if (!g->exclusive) g->young_hp = h;
   _tp_unlock(&_tp_heap_lock);
   *hp_out = h;
   *slot_out = (unsigned)slot;

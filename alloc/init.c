@@ -1,7 +1,8 @@
 /* Start-up in two phases. The core (options, size classes, the heap) needs nothing from libc
  * that allocates, so the first malloc of the process can run it. The late phase (thread-exit
- * key, fork handlers, pool discovery through libhugetlbfs and libnuma) may allocate, so it
- * runs once the calling thread has its cache and such calls simply recurse into tlbpack. */
+ * key, fork handlers, pool discovery through libhugetlbfs and libnuma) may allocate, and it
+ * needs those libraries' own constructors to have run, so it runs from tlbpack's constructor
+ * (after its dependencies'): memory taken before that comes through MAP_HUGETLB. */
 #include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -55,15 +56,19 @@ static void init_late(void) {
   pthread_atfork(prefork, postfork_parent, postfork_child);
   _tp_os_discover();
   atomic_store(&_tp_ready, 2);
+  if (_tp_opt.verbose)
+    _tp_message("ready: pool=%d 2m=%d hugetlbfs_mount=%s fd=%d numa_nodes=%d numa_mode=%d", _tp_opt.pool,
+                _tp_os.has_2m, _tp_os.mount[0] ? _tp_os.mount : "none", _tp_os.fd, _tp_os.numa_nodes,
+                _tp_os.numa_mode);
 }
 
 void _tp_init(void) {
   if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) init_core();
-  else if (_tp_tc != NULL) init_late();
 }
 
 __attribute__((constructor)) static void tp_constructor(void) {
   if (_tp_tc == NULL) _tp_tcache_init();
+  init_late(); /* the calling thread has its cache: allocations made here recurse safely */
 }
 
 __attribute__((destructor)) static void tp_destructor(void) { _tp_atexit_report(); }

@@ -104,6 +104,7 @@ size_t _tp_meta_bytes(void) TP_INTERNAL;
 
 /* ---- slabs and objects --------------------------------------------------------------- */
 enum { TP_SLAB_SMALL = 1, TP_SLAB_MEDIUM = 2, TP_SLAB_LARGE = 3 };
+#define TP_BIG_META (sizeof(tp_slab_t) + sizeof(uint64_t)) /* medium / large record */
 
 typedef struct tp_hpage_s tp_hpage_t;
 typedef struct tp_slab_s tp_slab_t;
@@ -128,7 +129,10 @@ struct tp_slab_s {
   uint8_t in_partial;
   uint8_t nwords;
   uint64_t *avail;       /* 1 = available in the slab (bin lock) */
-  _Atomic uint64_t live[]; /* 1 = handed to the program (atomic: any thread frees) */
+  /* One byte per object, 1 = handed to the program. Bytes, not bits: distinct objects never
+   * share a memory location, so frees from any thread need no locked instruction. */
+  uint8_t *live;
+  uint64_t data[];       /* avail words, then live bytes */
 };
 
 /* hpage states */
@@ -204,6 +208,7 @@ struct tp_group_s {
   uintptr_t site;        /* allocation site for site groups */
   char name[48];
   tp_filler_t filler;    /* hpages this group owns (heap lock) */
+  tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first (heap lock) */
   tp_slab_t *larges;     /* medium/large objects (heap lock), for destroy and stats */
   tp_bin_t bins[TP_NCLASSES];
 };
@@ -244,7 +249,7 @@ extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
 
 /* ---- slabs and bins (slab.c) --------------------------------------------------------- */
 /* Moves up to `want` objects of class c of group g into out[] (as tcache entries). */
-typedef struct tp_entry_s { void *p; uintptr_t wb; } tp_entry_t; /* wb = live word << 6 | bit */
+typedef struct tp_entry_s { void *p; uint8_t *live; } tp_entry_t;
 unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want) TP_INTERNAL;
 /* Returns objects (already marked not live) to their slabs. All belong to group g, class c. */
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;

@@ -15,7 +15,7 @@ void _tp_options_defaults(tp_options_t *o) {
   o->numa = TP_NUMA_DEFAULT;
   o->retain_bytes = (size_t)64 << 20;
   o->site_groups = 128;
-  o->exclusive_bytes = (size_t)1 << 20;
+  o->exclusive_bytes = (size_t)256 << 10;
 }
 
 typedef struct { const char *name; int value; } tp_enum_t;

@@ -142,11 +142,10 @@ void _tp_os_discover(void) {
     _tp_os.hpage_size = gethugepagesize();
     if (_tp_os.has_2m) {
       const char *m = hugetlbfs_find_path_for_size((long)TP_HPAGE);
-      if (m != NULL) {
-        snprintf(_tp_os.mount, sizeof _tp_os.mount, "%s", m);
-        _tp_os.fd = hugetlbfs_unlinked_fd_for_size((long)TP_HPAGE);
-        if (_tp_os.fd >= 0) fcntl(_tp_os.fd, F_SETFD, FD_CLOEXEC);
-      }
+      /* Pages are mapped with MAP_HUGETLB, from the same kernel pool the mount exposes. No
+       * hugetlbfs file descriptor is kept: programs close and reuse descriptors (daemons close
+       * all of them), and a reused number would make tlbpack map somebody else's file. */
+      if (m != NULL) snprintf(_tp_os.mount, sizeof _tp_os.mount, "%s", m);
     }
   }
   discover_numa();

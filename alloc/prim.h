@@ -31,7 +31,7 @@ typedef struct tp_os_info_s {
   long hpage_size;          /* default huge page size the kernel reports (0: none) */
   int has_2m;               /* 2 MiB huge pages supported */
   char mount[256];          /* hugetlbfs mount for 2 MiB pages ("" if none) */
-  int fd;                   /* unlinked hugetlbfs file (-1 if none) */
+  int fd;                   /* always -1: see _tp_os_discover (kept for the TP_SRC_HUGETLBFS route) */
   int numa_nodes;           /* 0 = libnuma unavailable */
   int numa_mode;            /* the mode in force after discovery */
   char numa_note[96];

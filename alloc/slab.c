@@ -6,7 +6,7 @@
 #include "internal.h"
 
 static size_t slab_meta_size(const tp_class_t *k) {
-  return sizeof(tp_slab_t) + 2 * (size_t)k->nwords * sizeof(uint64_t);
+  return sizeof(tp_slab_t) + (size_t)k->nwords * sizeof(uint64_t) + ((k->nobj + 7) & ~7u);
 }
 
 static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
@@ -32,7 +32,8 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   s->first_slot = (uint8_t)slot;
   s->hp = h;
   s->nwords = k->nwords;
-  s->avail = (uint64_t *)&s->live[k->nwords];
+  s->avail = s->data;
+  s->live = (uint8_t *)(s->data + k->nwords);
   for (unsigned w = 0; w < k->nwords; w++) {
     unsigned left = k->nobj - w * 64;
     s->avail[w] = left >= 64 ? ~0ull : ((1ull << left) - 1);
@@ -95,7 +96,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want)
         bits &= bits - 1;
         uint32_t idx = w * 64 + bit;
         out[n].p = (void *)(s->base + (uintptr_t)idx * s->size);
-        out[n].wb = ((uintptr_t)&s->live[w] << 6) | bit;
+        out[n].live = &s->live[idx];
         n++;
         s->navail--;
       }
@@ -157,10 +158,10 @@ void _tp_bin_release_all(tp_group_t *g) {
       tp_slab_t *s = col.list[i];
       if (s->kind == TP_SLAB_LARGE) {
         _tp_heap_free_large(s->hp, s->nhpages);
-        _tp_meta_free(s, sizeof(tp_slab_t) + sizeof(uint64_t));
+        _tp_meta_free(s, TP_BIG_META);
       } else if (s->kind == TP_SLAB_MEDIUM) {
         _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
-        _tp_meta_free(s, sizeof(tp_slab_t) + sizeof(uint64_t));
+        _tp_meta_free(s, TP_BIG_META);
       } else {
         slab_release(g, s);
       }

@@ -34,6 +34,8 @@ void tp_stats_get(tp_stats_t *st) {
   st->live_bytes = lb > 0 ? (size_t)lb : 0;
   st->live_objects = nm >= nf ? nm - nf : 0;
   ptrdiff_t peak = atomic_load(&_tp_peak_live);
+  while (lb > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, lb)) {
+  }
   st->peak_live_bytes = (size_t)(peak > lb ? peak : lb);
   st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLBFS] + c.pages_by_source[TP_SRC_HUGETLB];
   st->pages_thp = c.pages_by_source[TP_SRC_THP];

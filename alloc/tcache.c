@@ -44,14 +44,15 @@ tp_tcache_t *_tp_tcache_init(void) {
   link_all(tc);
   _tp_unlock(&tc_lock);
   _tp_tc = tc;
-  /* Late init may allocate (libhugetlbfs, libnuma, pthread_key_create): the cache is set. */
-  if (atomic_load(&_tp_ready) == 1) _tp_init();
   if (tc_key_ok) pthread_setspecific(tc_key, tc);
   if (tc->mode == TP_GROUP_THREAD) tc->thread_group = (uint16_t)_tp_thread_group();
   return tc;
 }
 
-void _tp_tcache_key_init(void) { tc_key_ok = pthread_key_create(&tc_key, tcache_exit) == 0; }
+void _tp_tcache_key_init(void) {
+  tc_key_ok = pthread_key_create(&tc_key, tcache_exit) == 0;
+  if (tc_key_ok && _tp_tc != NULL && !_tp_tc->dead) pthread_setspecific(tc_key, _tp_tc);
+}
 
 tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
   if (tc->dead) return NULL;

@@ -1,0 +1,159 @@
+/* tlbsim — a TLB / page-walk simulator (libtlbsim.a, CLI build/tlbsim).
+ *
+ * Model: per-core L1 ITLB and L1 DTLB (arrays per page size as the preset says), an optional
+ * L2 TLB (unified or data-only) and optional L2 ITLB, a radix page-table walker (4 or 5
+ * levels, 9 index bits each) with page-walk caches per upper level, optional nested (2-D)
+ * walks, address-space switches with flush or limited-ASID tagging, and software prefetch.
+ *
+ * Typical use:
+ *     ts_config_t cfg;
+ *     ts_config_preset(&cfg, "skylake");
+ *     ts_config_set(&cfg, "l2.entries=0", err, sizeof err);    // optional overrides
+ *     ts_sim_t *s = ts_sim_new(&cfg, err, sizeof err);
+ *     ts_access(s, addr, 8, 'R');  ...
+ *     ts_print_json(stdout, s, NULL);
+ *     ts_sim_free(s);
+ *
+ * Every function that can fail on user input returns -1 (or NULL) and writes one line naming
+ * the input and what would be accepted into err; it never prints or exits.
+ */
+#ifndef TLBSIM_H
+#define TLBSIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Page sizes, as codes. */
+enum { TS_PS_4K = 0, TS_PS_2M = 1, TS_PS_1G = 2, TS_NSIZES = 3 };
+/* Replacement policies. */
+enum { TS_POL_LRU = 0, TS_POL_PLRU = 1, TS_POL_RANDOM = 2, TS_NPOLICIES = 3 };
+/* TLBs of a core. */
+enum { TS_L1I = 0, TS_L1D = 1, TS_L2 = 2, TS_L2I = 3, TS_NTLBS = 4 };
+/* Address-space switch handling. */
+enum { TS_ASID_FLUSH = 0, TS_ASID_TAGGED = 1 };
+/* Trace formats. */
+typedef enum { TS_FMT_AUTO = 0, TS_FMT_TEXT, TS_FMT_LACKEY, TS_FMT_BIN } ts_format_t;
+
+#define TS_MAX_LEVELS 5
+#define TS_MAX_ASIDS 4096           /* hardware ASID slots (tag bits in an entry) */
+#define TS_MAX_ENTRIES (1u << 22)   /* per array: keeps a fuzzed --set from allocating gigabytes */
+
+/* One set-associative array of a TLB. ways == 0 means fully associative. */
+typedef struct ts_array_cfg_s {
+  uint32_t entries;   /* 0: no array */
+  uint32_t ways;
+} ts_array_cfg_t;
+
+/* One TLB: a main array holding the page sizes in `sizes` (bit per TS_PS_*), and separate
+ * arrays for 2M and 1G pages when the main array does not hold them. */
+typedef struct ts_tlb_cfg_s {
+  ts_array_cfg_t main;
+  ts_array_cfg_t huge[TS_NSIZES];  /* [TS_PS_2M], [TS_PS_1G]; [TS_PS_4K] unused */
+  uint8_t sizes;                   /* page sizes held by the main array */
+  uint8_t policy;                  /* TS_POL_* */
+} ts_tlb_cfg_t;
+
+/* The whole geometry and model in one struct; fill it with ts_config_preset(). */
+typedef struct ts_config_s {
+  char cpu[16];
+  ts_tlb_cfg_t tlb[TS_NTLBS];
+  int l2_instr;                    /* 1: the L2 TLB also serves L1 ITLB misses (unified STLB) */
+  uint32_t pwc[TS_MAX_LEVELS + 1]; /* page-walk cache entries caching level-k entries, k=2..5 */
+  uint32_t hpwc[TS_MAX_LEVELS + 1];/* the host's walk caches for nested walks */
+  int levels;                      /* 4 or 5 */
+  int host_levels;                 /* for nested walks */
+  int nested;                      /* 0: native; else 1 + host page size code */
+  int page_size;                   /* TS_PS_* for addresses outside any region */
+  int asid_mode;                   /* TS_ASID_* */
+  uint32_t asid_count;             /* hardware ASID slots in TS_ASID_TAGGED mode */
+  uint64_t seed;                   /* random replacement */
+  /* Latencies in cycles, for est_walk_cycles only (an estimate, not a timing model). */
+  uint32_t lat_l2;                 /* each L1 miss that looks up the L2 TLB */
+  uint32_t lat_walk;               /* fixed cost of starting a walk */
+  uint32_t lat_ref;                /* each page-table memory reference */
+} ts_config_t;
+
+/* Counters. Demand accesses and software prefetches are counted apart. */
+typedef struct ts_stats_s {
+  uint64_t accesses, reads, writes, ifetches, prefetches, straddles, context_switches;
+  uint64_t l1_hits, l1_misses, l1i_misses, l1d_misses;   /* per page touched (straddles: 2) */
+  uint64_t l2_hits, l2_misses;
+  uint64_t walks, walk_levels, walk_mem_refs, pwc_hits;
+  uint64_t prefetch_hits, prefetch_walks, prefetch_walk_refs;
+  uint64_t tlb_flushes, asid_evictions;
+  uint64_t distinct_pages[TS_NSIZES];
+  uint64_t pt_pages[TS_MAX_LEVELS + 1];      /* directories at level k (1 = page tables) */
+  uint64_t mapped_pt_pages[TS_MAX_LEVELS + 1]; /* same, to map every range of --regions/--smaps */
+  uint64_t est_walk_cycles;
+} ts_stats_t;
+
+typedef struct ts_sim_s ts_sim_t;
+
+/* ---- configuration ------------------------------------------------------------------- */
+/* Fills cfg with a preset: core2, skylake, goldencove, zen2, zen3, zen4, custom. */
+int ts_config_preset(ts_config_t *cfg, const char *name);
+/* Applies one "key=value" (the --set syntax; see ts_config_keys()). */
+int ts_config_set(ts_config_t *cfg, const char *assignment, char *err, size_t errlen);
+/* Checks the geometry (ways divide entries, tree-PLRU needs power-of-two ways, ...). */
+int ts_config_check(const ts_config_t *cfg, char *err, size_t errlen);
+/* A help text listing every --set key. */
+const char *ts_config_keys(void);
+const char *const *ts_presets(void);   /* NULL-terminated */
+/* "4k"/"2m"/"1g" -> TS_PS_*, or -1. */
+int ts_page_size_parse(const char *s);
+const char *ts_page_size_name(int ps);
+
+/* ---- the simulator ------------------------------------------------------------------- */
+ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen);
+void ts_sim_free(ts_sim_t *s);
+/* Page sizes per range. Regions (tlbpack's format) take precedence over smaps; both must be
+ * loaded before the first access. Errors name FILE:LINE. */
+int ts_sim_load_regions(ts_sim_t *s, const char *path, char *err, size_t errlen);
+int ts_sim_load_smaps(ts_sim_t *s, const char *path, char *err, size_t errlen);
+int ts_sim_add_range(ts_sim_t *s, uint64_t start, uint64_t end, int page_size, int from_smaps,
+                     char *err, size_t errlen);
+
+/* One access: op is 'R', 'W', 'I' (instruction fetch) or 'P' (software prefetch). size 0 counts
+ * as 1. An access that crosses page boundaries touches every page it covers. */
+void ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op);
+/* Switch to address space asid (the trace's "C <asid>"). Returns -1 past 32768 spaces. */
+int ts_context_switch(ts_sim_t *s, uint64_t asid);
+/* Counters so far (est_walk_cycles and page-table counts are brought up to date). */
+const ts_stats_t *ts_sim_stats(ts_sim_t *s);
+const ts_config_t *ts_sim_config(const ts_sim_t *s);
+
+/* ---- traces -------------------------------------------------------------------------- */
+/* Streams a trace from fd through s in constant memory. fmt TS_FMT_AUTO detects it.
+ * Returns 0, or -1 with "line N: what was expected" (or "record N: ...") in err. */
+int ts_run_fd(ts_sim_t *s, int fd, ts_format_t fmt, ts_format_t *detected, char *err, size_t errlen);
+int ts_format_parse(const char *s);   /* "auto|text|lackey|bin" -> ts_format_t or -1 */
+const char *ts_format_name(ts_format_t f);
+
+/* Binary trace writer (the format in README.md): a 16-byte header, then 16-byte records. */
+#define TS_BIN_MAGIC "TLBPTRC"
+typedef struct ts_bin_record_s {
+  uint64_t addr;
+  uint32_t size;
+  uint8_t op;
+  uint8_t pad[3];
+} ts_bin_record_t;
+int ts_bin_write_header(FILE *f);
+int ts_bin_write(FILE *f, uint64_t addr, uint32_t size, char op);
+
+/* ---- reports ------------------------------------------------------------------------- */
+/* label names the trace (may be NULL). */
+void ts_print_text(FILE *out, ts_sim_t *s, const char *label);
+void ts_print_json(FILE *out, ts_sim_t *s, const char *label);
+/* Two runs side by side with ratios b/a. */
+void ts_print_compare_text(FILE *out, ts_sim_t *a, const char *la, ts_sim_t *b, const char *lb);
+void ts_print_compare_json(FILE *out, ts_sim_t *a, const char *la, ts_sim_t *b, const char *lb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# stress.sh — the long reliability runs (`make stress`): every integration test in its long
+# form, plus the project built under tlbpack. Prints one line per run and a summary; exits 1
+# if any run failed. Runs skip (and say why) where they need a hugetlbfs pool that is absent.
+#
+# Environment: BUILD (build dir, default build), TP_LIB (library to preload, default
+# BUILD/libtlbpack.so), STRESS_OPS (operations per thread for stress_threads, default 2000000),
+# STRESS_SEED (seed for the randomized runs, default: from the clock, printed).
+set -u
+cd "$(dirname "$0")/.."
+export TP_SRC_DIR=$PWD
+export TP_BUILD_DIR=$PWD/${BUILD:-build}
+export TP_LIB=${TP_LIB:-$TP_BUILD_DIR/libtlbpack.so}
+export TP_STRESS=1
+ops=${STRESS_OPS:-2000000}
+seed=${STRESS_SEED:-$(date +%s)}
+it=tests/integration
+log_dir=$(mktemp -d "${TMPDIR:-/tmp}/tlbpack-stress.XXXXXX")
+echo "stress: library $TP_LIB, seed $seed, logs in $log_dir"
+[ -f "$TP_LIB" ] || { echo "stress: FAIL: $TP_LIB is not built (run make)" >&2; exit 1; }
+
+pass=0 fail=0 skip=0 failed=()
+run() {  # run NAME CMD...
+  local name=$1; shift
+  local t0=$SECONDS rc
+  "$@" >"$log_dir/$name.log" 2>&1
+  rc=$?
+  local summary
+  summary=$(grep -E 'PASS|SKIP|FAIL|^stress_threads: ops|fork_threads: [0-9]|signals: [0-9]|cpython_suite: (under|without)|requests/s|aslimit: [0-9]|hugepool: after|conf_fuzz: [0-9]' "$log_dir/$name.log" | tail -6)
+  case $rc in
+    0) pass=$((pass + 1)); printf 'stress: %-28s PASS  (%ds)\n' "$name" $((SECONDS - t0)) ;;
+    77) skip=$((skip + 1)); printf 'stress: %-28s SKIP  (%ds)\n' "$name" $((SECONDS - t0)) ;;
+    *) fail=$((fail + 1)); failed+=("$name"); printf 'stress: %-28s FAIL  (status %d, %ds)\n' "$name" $rc $((SECONDS - t0)) ;;
+  esac
+  [ -n "$summary" ] && echo "$summary" | sed 's/^/    /'
+}
+
+run stress_threads        bash $it/run_prog.sh stats it_stress_threads 8 "$ops" "$seed"
+[ -x "$TP_BUILD_DIR/it_stress_direct" ] &&
+run stress_threads_direct "$TP_BUILD_DIR/it_stress_direct" 8 $((ops / 2)) "$seed"
+run fork_busy_threads     bash $it/run_prog.sh plain it_fork_threads 1000 4
+run fork_empty_pool       bash $it/run_prog.sh plain it_fork_threads 200 4 0
+run signals               bash $it/run_prog.sh plain it_signals 8 $((ops / 2))
+run exit_handlers         bash $it/run_prog.sh exit it_exit_alloc 256
+run aslimit_256m          bash $it/run_prog.sh aslimit it_aslimit 256
+run aslimit_2g            bash $it/run_prog.sh aslimit it_aslimit 2048
+run hugepool              bash $it/run_prog.sh pool it_hugepool 48 4
+run bad_frees             bash $it/bad_free.sh
+[ -x "$TP_BUILD_DIR/it_bad_free_criterion" ] &&
+run bad_frees_criterion   "$TP_BUILD_DIR/it_bad_free_criterion" --jobs 1
+run conf_fuzz             bash $it/conf_fuzz.sh 3000 "$seed"
+run python_script         bash $it/real_python.sh
+run git_repo              bash $it/real_git.sh
+run sqlite3               bash $it/real_sqlite.sh
+run gxx_small_program     bash $it/real_gxx.sh
+run build_this_project    bash $it/build_project.sh
+run cpython_regrtest      bash $it/cpython_suite.sh
+run redis                 bash $it/redis.sh
+
+echo "stress: $pass passed, $fail failed, $skip skipped (logs in $log_dir)"
+[ $fail = 0 ] || { echo "stress: failed: ${failed[*]}" >&2; exit 1; }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# test-asan.sh — `make test-asan`: the unit tests and the simulator built with AddressSanitizer
+# and UndefinedBehaviorSanitizer in a build dir of their own (ASAN_BUILD, default build-asan),
+# then every ctest test that does not preload libtlbpack.so (label `preload`: an allocator that
+# replaces malloc cannot run under ASan, which replaces malloc itself). Any sanitizer report
+# fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bdir=${ASAN_BUILD:-build-asan}
+jobs=${JOBS:-2}
+san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1"
+cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Debug -DTP_SANITIZE=ON \
+  -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build "$bdir" -j "$jobs"
+# detect_leaks: the tests' own leaks are bugs too. abort_on_error is off so that Criterion's
+# .signal = SIGABRT tests are not confused with sanitizer reports (which exit 1 instead).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$bdir"
+n=$(ctest -N -LE preload | awk '/Total Tests:/ {print $3}')
+[ "${n:-0}" -gt 0 ] || { echo "test-asan: FAIL: no tests to run in $bdir (are the unit tests built?)" >&2; exit 1; }
+echo "test-asan: running $n tests under ASan+UBSan (tests labelled 'preload' excluded)"
+ctest --output-on-failure -j "$jobs" -LE preload

@@ -1,0 +1,52 @@
+/* The inlined access path, shared by ts_access() and the trace readers' loops so that a
+ * binary trace runs without a call per record. Slow paths are out of line in sim.c. */
+#ifndef TS_ACCESS_H
+#define TS_ACCESS_H
+#include "internal.h"
+
+void _ts_start(ts_sim_t *s);
+void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tps, uint64_t page,
+                 uint64_t key, bool prefetch);
+void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps);
+void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int instr, int ps);
+
+/* One page touched by a demand access. ps: the guest/native page size; the TLB holds the
+ * smaller of it and the host page size in a nested setup. */
+static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_t va, int instr, int ps) {
+  int tps = ps;
+  if (TS_UNLIKELY(s->cfg.nested) && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
+  uint64_t page = va >> _ts_shift(tps);
+  uint64_t key = _ts_key(page, tps, s->as.cur_slot);
+  if (key == s->last_key[instr]) {
+    s->st.l1_hits++;
+    return;
+  }
+  ts_array_t *a = s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
+  if (TS_LIKELY(a != NULL) && _ts_array_lookup(a, page, key)) {
+    s->st.l1_hits++;
+    s->last_key[instr] = key;
+    return;
+  }
+  _ts_l1_miss(s, va, instr, ps, tps, page, key, false);
+}
+
+static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
+  if (TS_UNLIKELY(!s->started)) _ts_start(s);
+  uint64_t mask = (1ull << (12 + 9 * s->cfg.levels)) - 1, va = addr & mask;
+  int ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
+  int instr = 0;
+  switch (op) {
+  case 'R': s->st.reads++; break;
+  case 'W': s->st.writes++; break;
+  case 'I': s->st.ifetches++; instr = 1; break;
+  case 'P': s->st.prefetches++; _ts_prefetch(s, va, ps); return;
+  default: return;
+  }
+  uint64_t last = va + (size ? size - 1 : 0);
+  if (last > mask || last < va) last = mask;
+  unsigned sh = _ts_shift(ps);
+  if (TS_LIKELY((va >> sh) == (last >> sh))) _ts_touch(s, va, instr, ps);
+  else _ts_straddle(s, va, last, instr, ps);
+}
+
+#endif

@@ -1,0 +1,158 @@
+/* The access path: page size -> L1 TLB -> L2 TLB -> page walk -> fills. The L1 hit is inline
+ * and allocation-free; everything after an L1 miss is in one out-of-line function. */
+#include "internal.h"
+#include "access.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
+  static const char *const names[] = {"l1i", "l1d", "l2", "l2i"};
+  if (ts_config_check(cfg, err, errlen)) return NULL;
+  ts_sim_t *s = calloc(1, sizeof *s);
+  if (!s) { _ts_err(err, errlen, "out of memory"); return NULL; }
+  s->cfg = *cfg;
+  for (int t = 0; t < TS_NTLBS; t++) {
+    if (_ts_tlb_init(&s->tlb[t], &cfg->tlb[t], cfg->seed + 101u * (uint64_t)t, names[t], err,
+                     errlen))
+      goto fail;
+  }
+  s->l2_for[0] = s->tlb[TS_L2I].present ? &s->tlb[TS_L2I]
+                 : (cfg->l2_instr && s->tlb[TS_L2].present) ? &s->tlb[TS_L2] : NULL;
+  s->l2_for[1] = s->tlb[TS_L2].present ? &s->tlb[TS_L2] : NULL;
+  if (_ts_pwcs_init(&s->pwc, cfg->pwc, cfg->levels, err, errlen)) goto fail;
+  if (cfg->nested && _ts_pwcs_init(&s->hpwc, cfg->hpwc, cfg->host_levels, err, errlen)) goto fail;
+  if (_ts_aspace_init(&s->as, cfg->asid_mode == TS_ASID_TAGGED ? cfg->asid_count : 1)) {
+    _ts_err(err, errlen, "out of memory");
+    goto fail;
+  }
+  s->pm.dflt = cfg->page_size;
+  s->last_key[0] = s->last_key[1] = TS_INVALID;
+  s->uniform = true;
+  return s;
+fail:
+  ts_sim_free(s);
+  return NULL;
+}
+
+void ts_sim_free(ts_sim_t *s) {
+  if (!s) return;
+  for (int t = 0; t < TS_NTLBS; t++) _ts_tlb_free(&s->tlb[t]);
+  _ts_pwcs_free(&s->pwc);
+  _ts_pwcs_free(&s->hpwc);
+  _ts_pagemap_free(&s->pm);
+  _ts_aspace_free(&s->as);
+  _ts_hset_free(&s->touched);
+  free(s);
+}
+
+const ts_config_t *ts_sim_config(const ts_sim_t *s) { return &s->cfg; }
+
+static inline uint64_t va_mask(const ts_sim_t *s) { return (1ull << (12 + 9 * s->cfg.levels)) - 1; }
+
+int ts_sim_add_range(ts_sim_t *s, uint64_t start, uint64_t end, int ps, int from_smaps, char *err,
+                     size_t errlen) {
+  if (s->started) {
+    _ts_err(err, errlen, "page-size ranges must be given before the first access");
+    return -1;
+  }
+  if (ps < 0 || ps >= TS_NSIZES) {
+    _ts_err(err, errlen, "page size code %d: expected 4k, 2m or 1g", ps);
+    return -1;
+  }
+  uint64_t align = 1ull << _ts_shift(ps);
+  if ((start & (align - 1)) || (end & (align - 1))) {
+    _ts_err(err, errlen, "range 0x%llx-0x%llx is not %s aligned", (unsigned long long)start,
+            (unsigned long long)end, ps == TS_PS_2M ? "2 MiB" : ps == TS_PS_1G ? "1 GiB" : "4 KiB");
+    return -1;
+  }
+  if (end - 1 > va_mask(s)) {
+    _ts_err(err, errlen, "range 0x%llx-0x%llx lies beyond the %d-bit address space of %d-level paging",
+            (unsigned long long)start, (unsigned long long)end, 12 + 9 * s->cfg.levels, s->cfg.levels);
+    return -1;
+  }
+  return _ts_pagemap_add(&s->pm, from_smaps ? 1 : 0, start, end, ps, err, errlen);
+}
+
+void _ts_start(ts_sim_t *s) {
+  s->started = true;
+  if (s->pm.n[0] + s->pm.n[1] == 0) return;
+  if (_ts_pagemap_build(&s->pm)) abort();
+  s->uniform = false;
+}
+
+/* After an L1 miss (or for a prefetch that missed L1): L2, then a walk, then the fills. */
+TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tps,
+                                uint64_t page, uint64_t key, bool prefetch) {
+  ts_stats_t *st = &s->st;
+  ts_array_t *a = s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
+  if (!prefetch) {
+    st->l1_misses++;
+    if (instr) st->l1i_misses++;
+    else st->l1d_misses++;
+  }
+  ts_tlb_t *l2 = s->l2_for[instr ? 0 : 1];
+  ts_array_t *b = l2 ? l2->by_size[tps] : NULL;
+  if (l2) {
+    if (b && _ts_array_lookup(b, page, key)) {
+      if (!prefetch) st->l2_hits++;
+      if (a) _ts_array_fill(a, page, key);
+      s->last_key[instr] = a ? key : TS_INVALID;
+      return;
+    }
+    if (!prefetch) st->l2_misses++;
+  }
+  ts_walk_result_t r = _ts_walk(s, va, ps, s->as.cur_slot);
+  if (prefetch) {
+    st->prefetch_walks++;
+    st->prefetch_walk_refs += r.refs;
+  } else {
+    st->walks++;
+    st->walk_levels += r.levels;
+    st->walk_mem_refs += r.refs;
+    st->pwc_hits += r.pwc_hit;
+  }
+  _ts_footprint_touch(s, va, ps);
+  if (b) _ts_array_fill(b, page, key);
+  if (a) _ts_array_fill(a, page, key);
+  s->last_key[instr] = a ? key : TS_INVALID;
+}
+
+TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
+  int tps = ps;
+  if (s->cfg.nested && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
+  uint64_t page = va >> _ts_shift(tps);
+  uint64_t key = _ts_key(page, tps, s->as.cur_slot);
+  ts_array_t *a = s->tlb[TS_L1D].by_size[tps];
+  if (key == s->last_key[0] || (a && _ts_array_lookup(a, page, key))) {
+    s->st.prefetch_hits++;
+    s->last_key[0] = key;
+    return;
+  }
+  _ts_l1_miss(s, va, 0, ps, tps, page, key, true);
+}
+
+TS_NOINLINE void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int instr, int ps) {
+  s->st.straddles++;
+  for (;;) {
+    _ts_touch(s, va, instr, ps);
+    uint64_t next = (va | ((1ull << _ts_shift(ps)) - 1)) + 1;
+    if (next == 0 || next > last) return;
+    va = next;
+    ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
+  }
+}
+
+void ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
+  _ts_access_inline(s, addr, size, op);
+}
+
+const ts_stats_t *ts_sim_stats(ts_sim_t *s) {
+  if (!s->started) _ts_start(s);
+  ts_stats_t *st = &s->st;
+  st->accesses = st->reads + st->writes + st->ifetches;
+  st->est_walk_cycles = (st->l2_hits + st->l2_misses) * s->cfg.lat_l2 +
+                        st->walks * s->cfg.lat_walk + st->walk_mem_refs * s->cfg.lat_ref;
+  if (!s->uniform) _ts_pagemap_pt_pages(&s->pm, s->cfg.levels, st->mapped_pt_pages);
+  return st;
+}

@@ -1,0 +1,237 @@
+/* The tp_* API through libtlbpack.a: semantics, errors that abort, groups, stats, warming. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tlbpack.h"
+
+Test(api, malloc_zero_returns_distinct_pointers) {
+  void *a = tp_malloc(0), *b = tp_malloc(0);
+  cr_assert(a && b && a != b);
+  cr_assert(tp_owns(a) && tp_owns(b));
+  tp_free(a);
+  tp_free(b);
+}
+
+Test(api, blocks_are_16_byte_aligned_usable_and_writable_across_all_size_ranges) {
+  for (size_t n = 16; n < ((size_t)9 << 20); n = n * 5 / 4 + 16) {
+    unsigned char *p = tp_malloc(n);
+    cr_assert_not_null(p, "size %zu", n);
+    cr_assert_eq((uintptr_t)p & 15, 0, "size %zu at %p", n, (void *)p);
+    cr_assert_geq(tp_malloc_usable_size(p), n);
+    memset(p, 0x5a, n);
+    cr_assert_eq(p[n - 1], 0x5a);
+    tp_free(p);
+  }
+}
+
+Test(api, calloc_zeroes_recycled_memory_and_detects_overflow) {
+  for (size_t n = 8; n < ((size_t)6 << 20); n *= 3) {
+    for (int round = 0; round < 3; round++) {
+      unsigned char *p = tp_malloc(n);
+      memset(p, 0xff, n);
+      tp_free(p);
+      unsigned char *q = tp_calloc(1, n);
+      cr_assert_not_null(q);
+      for (size_t i = 0; i < n; i += 61) cr_assert_eq(q[i], 0, "size %zu byte %zu", n, i);
+      cr_assert_eq(q[n - 1], 0);
+      tp_free(q);
+    }
+  }
+  errno = 0;
+  cr_assert_null(tp_calloc(SIZE_MAX / 8, 16));
+  cr_assert_eq(errno, ENOMEM);
+}
+
+Test(api, impossible_sizes_return_null_with_enomem) {
+  errno = 0;
+  cr_assert_null(tp_malloc(SIZE_MAX - 4096));
+  cr_assert_eq(errno, ENOMEM);
+  errno = 0;
+  cr_assert_null(tp_malloc((size_t)1 << 62));
+  cr_assert_eq(errno, ENOMEM);
+  errno = 0;
+  cr_assert_null(tp_reallocarray(NULL, SIZE_MAX / 2, 3));
+  cr_assert_eq(errno, ENOMEM);
+}
+
+Test(api, realloc_keeps_contents_and_zero_size_frees) {
+  char *p = tp_realloc(NULL, 10);
+  memcpy(p, "abcdefghi", 10);
+  for (size_t n = 20; n < ((size_t)5 << 20); n *= 4) {
+    p = tp_realloc(p, n);
+    cr_assert_str_eq(p, "abcdefghi");
+  }
+  p = tp_realloc(p, 10);
+  cr_assert_str_eq(p, "abcdefghi");
+  cr_assert_null(tp_realloc(p, 0));
+}
+
+Test(api, alignments_up_to_4_mib_hold_for_every_entry_point) {
+  for (size_t al = 8; al <= ((size_t)4 << 20); al *= 2) {
+    for (size_t n = 1; n < ((size_t)3 << 20); n = n * 7 + 5) {
+      void *p = NULL;
+      cr_assert_eq(tp_posix_memalign(&p, al, n), 0);
+      cr_assert_eq((uintptr_t)p % al, 0, "posix_memalign(%zu, %zu) = %p", al, n, p);
+      memset(p, 1, n);
+      tp_free(p);
+      p = tp_aligned_alloc(al, n);
+      cr_assert_eq((uintptr_t)p % al, 0, "aligned_alloc(%zu, %zu) = %p", al, n, p);
+      tp_free(p);
+      p = tp_memalign(al, n);
+      cr_assert_eq((uintptr_t)p % al, 0);
+      tp_free(p);
+    }
+  }
+  void *p = tp_valloc(1);
+  cr_assert_eq((uintptr_t)p % 4096, 0);
+  tp_free(p);
+  p = tp_pvalloc(1);
+  cr_assert_eq((uintptr_t)p % 4096, 0);
+  cr_assert_geq(tp_malloc_usable_size(p), 4096);
+  tp_free(p);
+}
+
+Test(api, posix_memalign_rejects_bad_alignments_with_einval) {
+  void *p = (void *)0x1;
+  cr_assert_eq(tp_posix_memalign(&p, 0, 8), EINVAL);
+  cr_assert_eq(tp_posix_memalign(&p, 3, 8), EINVAL);
+  cr_assert_eq(tp_posix_memalign(&p, 4, 8), EINVAL);
+  cr_assert_eq(tp_posix_memalign(&p, 24, 8), EINVAL);
+  cr_assert_eq(p, (void *)0x1, "output untouched on error");
+  errno = 0;
+  cr_assert_null(tp_aligned_alloc(48, 10));
+  cr_assert_eq(errno, EINVAL);
+}
+
+Test(free, double_free_aborts, .signal = SIGABRT) {
+  void *p = tp_malloc(40);
+  tp_free(p);
+  tp_free(p);
+}
+
+Test(free, double_free_of_a_large_block_aborts, .signal = SIGABRT) {
+  void *p = tp_malloc((size_t)5 << 20);
+  tp_free(p);
+  tp_free(p);
+}
+
+Test(free, interior_pointer_aborts, .signal = SIGABRT) {
+  char *p = tp_malloc(100);
+  tp_free(p + 16);
+}
+
+Test(free, interior_pointer_of_a_medium_block_aborts, .signal = SIGABRT) {
+  char *p = tp_malloc(600 << 10);
+  tp_free(p + 4096);
+}
+
+Test(free, pointer_tlbpack_never_handed_out_aborts, .signal = SIGABRT) {
+  static char not_ours[64];
+  tp_free(not_ours);
+}
+
+Test(free, stack_pointer_aborts, .signal = SIGABRT) {
+  int x;
+  tp_free(&x);
+}
+
+Test(free, null_is_ignored) { tp_free(NULL); }
+
+Test(stats, count_what_was_allocated_and_freed) {
+  tp_stats_t a, b, c;
+  tp_stats_get(&a);
+  void *p[100];
+  for (int i = 0; i < 100; i++) p[i] = tp_malloc(1000);
+  tp_stats_get(&b);
+  cr_assert_eq(b.live_objects - a.live_objects, 100);
+  cr_assert_geq(b.live_bytes - a.live_bytes, 100 * 1000);
+  cr_assert_geq(b.allocated_total - a.allocated_total, 100 * 1000);
+  cr_assert_gt(b.mapped_bytes, 0);
+  cr_assert_gt(b.pages_hugetlbfs + b.pages_thp + b.pages_4k, 0);
+  for (int i = 0; i < 100; i++) tp_free(p[i]);
+  tp_stats_get(&c);
+  cr_assert_eq(c.live_objects, a.live_objects);
+  cr_assert_eq(c.live_bytes, a.live_bytes);
+  cr_assert_geq(c.peak_live_bytes, b.live_bytes - 0);
+}
+
+Test(stats, print_emits_text_and_parseable_json) {
+  void *p = tp_malloc(123);
+  char buf[4096] = {0};
+  FILE *f = fmemopen(buf, sizeof buf, "w");
+  tp_stats_print(f, 1);
+  fclose(f);
+  cr_assert_eq(buf[0], '{', "%s", buf);
+  cr_assert(strstr(buf, "\"live_objects\":") && strstr(buf, "\"pages_hugetlbfs\":") &&
+            strstr(buf, "\"density\":") && strstr(buf, "}\n"), "%s", buf);
+  memset(buf, 0, sizeof buf);
+  f = fmemopen(buf, sizeof buf, "w");
+  tp_stats_print(f, 0);
+  fclose(f);
+  cr_assert(strstr(buf, "tlbpack:   allocated_total ") != NULL, "%s", buf);
+  cr_assert(strstr(buf, "tlbpack:   fallbacks ") != NULL, "%s", buf);
+  tp_free(p);
+}
+
+Test(stats, regions_file_lists_the_heap_with_page_sizes) {
+  void *p = tp_malloc(3 << 20);
+  memset(p, 1, 3 << 20);
+  char path[] = "/tmp/tp_regions_XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  cr_assert_eq(tp_regions_write(path), 0);
+  FILE *f = fopen(path, "r");
+  char line[256];
+  int found = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    unsigned long s, e;
+    char size[8], src[16];
+    cr_assert_eq(sscanf(line, "%lx-%lx %7s %15s", &s, &e, size, src), 4, "bad line: %s", line);
+    cr_assert_lt(s, e);
+    cr_assert(!strcmp(size, "2m") || !strcmp(size, "4k"), "%s", line);
+    if ((uintptr_t)p >= s && (uintptr_t)p + (3 << 20) <= e) found = 1;
+  }
+  fclose(f);
+  unlink(path);
+  cr_assert(found, "the block at %p is in no listed region", p);
+  tp_free(p);
+  cr_assert_eq(tp_regions_write("/nonexistent-dir/x"), -1);
+}
+
+struct node { struct node *next; long v; };
+static const void *node_next(const void *n) { return ((const struct node *)n)->next; }
+static void node_visit(const void *n, void *arg) { *(long *)arg += ((const struct node *)n)->v; }
+
+Test(warm, warming_never_faults_and_chase_visits_every_node_once) {
+  struct node *head = NULL;
+  for (int i = 0; i < 1000; i++) {
+    struct node *n = tp_malloc(sizeof *n);
+    n->v = i;
+    n->next = head;
+    head = n;
+  }
+  tp_warm(head);
+  tp_warm(NULL); /* a prefetch never faults */
+  tp_warm_range(head, 0);
+  tp_warm_range((void *)0x1000, (size_t)1 << 30); /* unmapped: still no fault */
+  long sum = 0;
+  cr_assert_eq(tp_chase_warm(head, node_next, node_visit, &sum, 8), 1000);
+  cr_assert_eq(sum, 999 * 1000 / 2);
+  sum = 0;
+  cr_assert_eq(tp_chase_warm(head, node_next, node_visit, &sum, 0), 1000, "ahead 0 still walks");
+  cr_assert_eq(sum, 999 * 1000 / 2);
+  cr_assert_eq(tp_chase_warm(NULL, node_next, node_visit, &sum, 8), 0);
+  while (head) {
+    struct node *n = head->next;
+    tp_free(head);
+    head = n;
+  }
+}

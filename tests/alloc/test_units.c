@@ -1,0 +1,164 @@
+/* Unit tests of the allocator's pure parts: size classes, options, the hpage filler and slot
+ * runs (at fake addresses: no memory behind them). */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- size classes ---------------------------------------------------------------------- */
+TestSuite(sizeclass, .init = _tp_classes_init);
+
+Test(sizeclass, every_size_maps_to_the_smallest_class_that_fits) {
+  for (size_t n = 1; n <= TP_SMALL_MAX; n++) {
+    unsigned c = _tp_class_of(n);
+    cr_assert_lt(c, TP_NCLASSES, "size %zu -> class %u", n, c);
+    cr_assert_geq(_tp_classes[c].size, n, "size %zu -> class %u of %u bytes", n, c, _tp_classes[c].size);
+    if (c > 0) cr_assert_lt(_tp_classes[c - 1].size, n, "size %zu could use class %u", n, c - 1);
+  }
+}
+
+Test(sizeclass, classes_are_16_byte_multiples_and_waste_at_most_an_eighth_of_a_slab) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    const tp_class_t *k = &_tp_classes[c];
+    cr_assert_eq(k->size % 16, 0, "class %u size %u", c, k->size);
+    size_t slab = k->nslots * TP_SLOT;
+    cr_assert_geq(k->nobj, 1);
+    cr_assert_leq((slab - (size_t)k->nobj * k->size) * 8, slab, "class %u (%u B) wastes too much", c, k->size);
+    cr_assert_eq(k->nwords, (k->nobj + 63) / 64);
+  }
+  cr_assert_eq(_tp_classes[TP_NCLASSES - 1].size, TP_SMALL_MAX);
+}
+
+Test(sizeclass, reciprocal_divides_exactly_for_every_object_offset) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    const tp_class_t *k = &_tp_classes[c];
+    for (uint64_t idx = 0; idx < k->nobj; idx++) {
+      uint64_t off = idx * k->size;
+      cr_assert_eq((off * k->recip) >> 40, idx, "class %u idx %lu", c, (unsigned long)idx);
+      if (k->size > 1) { /* an interior offset never looks like an object start */
+        uint64_t in = off + k->size - 1, q = (in * k->recip) >> 40;
+        cr_assert(q * k->size != in);
+      }
+    }
+  }
+}
+
+/* ---- options ----------------------------------------------------------------------------- */
+static int parse(tp_options_t *o, const char *conf, char *warn, size_t wn) {
+  FILE *w = fmemopen(warn, wn, "w");
+  int n = _tp_options_parse(o, conf, w);
+  fclose(w);
+  return n;
+}
+
+Test(options, defaults_when_unset) {
+  tp_options_t o;
+  cr_assert_eq(_tp_options_parse(&o, NULL, NULL), 0);
+  cr_assert_eq(o.pool, TP_POOL_AUTO);
+  cr_assert_eq(o.group, TP_GROUP_SITE);
+  cr_assert_eq(o.stats, TP_STATS_OFF);
+  cr_assert_eq(o.retain_bytes, (size_t)64 << 20);
+}
+
+Test(options, every_documented_key_is_accepted) {
+  tp_options_t o;
+  char w[512] = {0};
+  cr_assert_eq(parse(&o, "stats:1,pool:4k,group:thread,numa:interleave,regions:/tmp/r.txt,retain_mb:8,"
+                         "sites:10,exclusive_kb:256,verbose:1", w, sizeof w), 0, "%s", w);
+  cr_assert_eq(o.stats, TP_STATS_TEXT);
+  cr_assert_eq(o.pool, TP_POOL_4K);
+  cr_assert_eq(o.group, TP_GROUP_THREAD);
+  cr_assert_eq(o.numa, TP_NUMA_INTERLEAVE);
+  cr_assert_str_eq(o.regions_path, "/tmp/r.txt");
+  cr_assert_eq(o.retain_bytes, (size_t)8 << 20);
+  cr_assert_eq(o.site_groups, 10);
+  cr_assert_eq(o.exclusive_bytes, 256 * 1024);
+  cr_assert_eq(o.verbose, 1);
+}
+
+Test(options, a_bad_value_warns_naming_the_key_and_keeps_the_default) {
+  tp_options_t o;
+  char w[512] = {0};
+  cr_assert_eq(parse(&o, "pool:huge,retain_mb:-3,stats:1", w, sizeof w), 2);
+  cr_assert_eq(o.pool, TP_POOL_AUTO);
+  cr_assert_eq(o.retain_bytes, (size_t)64 << 20);
+  cr_assert_eq(o.stats, TP_STATS_TEXT, "good keys after bad ones still apply");
+  cr_assert(strstr(w, "'huge' for key 'pool'") != NULL, "%s", w);
+  cr_assert(strstr(w, "auto, hugetlbfs, thp or 4k") != NULL, "%s", w);
+  cr_assert(strstr(w, "key 'retain_mb'") != NULL, "%s", w);
+}
+
+Test(options, unknown_keys_empty_values_and_garbage_warn_once_each) {
+  tp_options_t o;
+  char w[1024] = {0};
+  cr_assert_eq(parse(&o, "colour:blue,pool:,justaword,,sites:99999999999999999999999", w, sizeof w), 4, "%s", w);
+  cr_assert(strstr(w, "unknown key 'colour'") != NULL, "%s", w);
+  cr_assert(strstr(w, "empty value") != NULL, "%s", w);
+  cr_assert(strstr(w, "'justaword' is not key:value") != NULL, "%s", w);
+}
+
+Test(options, a_very_long_string_is_survived) {
+  static char conf[100000];
+  memset(conf, 'x', sizeof conf - 1);
+  conf[5] = ':';
+  tp_options_t o;
+  cr_assert_eq(_tp_options_parse(&o, conf, NULL), 1);
+  cr_assert_eq(o.pool, TP_POOL_AUTO);
+}
+
+/* ---- slot runs and the filler, at fake addresses ------------------------------------------ */
+Test(filler, finds_the_first_run_of_free_slots) {
+  cr_assert_eq(_tp_slots_find_run(0, 1), 0);
+  cr_assert_eq(_tp_slots_find_run(0, 32), 0);
+  cr_assert_eq(_tp_slots_find_run(1, 32), -1);
+  cr_assert_eq(_tp_slots_find_run(0x1, 1), 1);
+  cr_assert_eq(_tp_slots_find_run(0x0000000Fu, 4), 4);
+  cr_assert_eq(_tp_slots_find_run(0xF0F0F0F0u, 4), 0);
+  cr_assert_eq(_tp_slots_find_run(0xF0F0F0F0u, 5), -1);
+  cr_assert_eq(_tp_slots_find_run(0x7FFFFFFFu, 1), 31);
+  cr_assert_eq(_tp_slots_find_run(0x7FFFFFFFu, 2), -1);
+  cr_assert_eq(_tp_slots_find_run(0xFFFFFFFFu, 1), -1);
+}
+
+static tp_hpage_t fake[4];
+
+static void fake_setup(void) {
+  memset(fake, 0, sizeof fake);
+  for (int i = 0; i < 4; i++) fake[i].addr = 0x100000000000ul + (uintptr_t)i * TP_HPAGE;
+}
+
+TestSuite(filler, .init = fake_setup);
+
+Test(filler, picks_the_fullest_hpage_that_still_has_room) {
+  tp_filler_t f = {0};
+  for (int i = 0; i < 3; i++) _tp_filler_insert(&f, &fake[i]);
+  _tp_filler_update(&f, &fake[0], 0, 4, 1);   /* 4 used */
+  _tp_filler_update(&f, &fake[1], 0, 20, 1);  /* 20 used */
+  _tp_filler_update(&f, &fake[2], 0, 10, 1);  /* 10 used */
+  int slot = -1;
+  cr_assert_eq(_tp_filler_pick(&f, 1, &slot), &fake[1]);
+  cr_assert_eq(slot, 20);
+  /* A run that only the emptier pages can hold goes to the fullest of those. */
+  cr_assert_eq(_tp_filler_pick(&f, 16, &slot), &fake[2]);
+  cr_assert_eq(slot, 10);
+  cr_assert_eq(_tp_filler_pick(&f, 28, &slot), &fake[0]);
+  cr_assert_null(_tp_filler_pick(&f, 29, &slot));
+}
+
+Test(filler, buckets_follow_slot_use_and_full_pages_are_skipped) {
+  tp_filler_t f = {0};
+  _tp_filler_insert(&f, &fake[0]);
+  _tp_filler_insert(&f, &fake[1]);
+  _tp_filler_update(&f, &fake[0], 0, 32, 1);
+  cr_assert_eq(fake[0].nused, 32);
+  int slot;
+  cr_assert_eq(_tp_filler_pick(&f, 1, &slot), &fake[1]);
+  _tp_filler_update(&f, &fake[0], 8, 2, 0);
+  cr_assert_eq(fake[0].nused, 30);
+  cr_assert_eq(_tp_filler_pick(&f, 2, &slot), &fake[0]);
+  cr_assert_eq(slot, 8);
+  _tp_filler_remove(&f, &fake[1]);
+  cr_assert_eq(f.hpages, 1);
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# CPython's own regression tests (Debian libpython3.11-testsuite) under the preloaded allocator,
+# compared test case by test case with a run without it. `make test` runs a quick subset;
+# TP_STRESS=1 (make stress) runs the full list. Tests to run can be given as arguments.
+. "$(dirname "$0")/lib.sh"
+tp_need_lib
+tp_need_cmd "$TP_PY"
+"$TP_PY" -c 'import test.test_dict' 2>/dev/null || tp_fail "CPython's test suite is missing for $TP_PY (apt-get install libpython3.11-testsuite; run \`make setup\`)"
+tp_mktemp
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -gt 0 ]; then tests=("$@")
+elif [ "$TP_STRESS" = 1 ]; then
+  tests=(test_dict test_list test_set test_json test_re test_unicode test_threading test_gc
+         test_str test_bytes test_collections test_itertools test_pickle test_sqlite3 test_deque
+         test_heapq test_sort test_weakref test_tuple test_string test_array test_queue
+         test_thread test_decimal test_io)
+else
+  tests=(test_dict test_list test_set test_json test_re test_unicode test_gc)
+fi
+
+# stats:1 must reach only the test runner itself: children that regrtest starts compare their
+# stderr with expectations. The runner drops TLBPACK_CONF from its environment once started
+# (tlbpack has read it by then), so its own stats still print at exit.
+cat > "$TP_TMP/run.py" <<'PY'
+import os, runpy, sys
+os.environ.pop("TLBPACK_CONF", None)
+sys.argv = ["python -m test"] + sys.argv[1:]
+runpy.run_module("test", run_name="__main__", alter_sys=True)
+PY
+
+run() {  # $1 = label, rest = command prefix
+  local label=$1; shift
+  (cd "$TP_TMP" && "$@" "$TP_PY" run.py --junit-xml "$TP_TMP/$label.xml" -q "${tests[@]}") \
+    >"$TP_TMP/$label.out" 2>"$TP_TMP/$label.err"
+  echo $?
+}
+rc_plain=$(run plain env)
+rc_pre=$(run pre env TLBPACK_CONF=stats:1 LD_PRELOAD="$TP_LIB")
+[ -s "$TP_TMP/plain.xml" ] || tp_fail "the run without preload wrote no results (status $rc_plain): $(tail -5 "$TP_TMP/plain.out")"
+[ -s "$TP_TMP/pre.xml" ] || { tail -30 "$TP_TMP/pre.out" "$TP_TMP/pre.err" >&2; tp_fail "the run under $TP_LIB wrote no results (status $rc_pre)"; }
+"$TP_PY" "$here/pytest_results.py" "$TP_TMP/plain.xml" >"$TP_TMP/plain.cases" 2>"$TP_TMP/plain.counts"
+"$TP_PY" "$here/pytest_results.py" "$TP_TMP/pre.xml" >"$TP_TMP/pre.cases" 2>"$TP_TMP/pre.counts"
+read -r n_plain p_plain f_plain e_plain s_plain <"$TP_TMP/plain.counts"
+read -r n_pre p_pre f_pre e_pre s_pre <"$TP_TMP/pre.counts"
+tp_log "${#tests[@]} test modules: ${tests[*]}"
+tp_log "without preload: $n_plain cases, $p_plain passed, $f_plain failed, $e_plain errors, $s_plain skipped (status $rc_plain)"
+tp_log "under $(basename "$TP_LIB"): $n_pre cases, $p_pre passed, $f_pre failed, $e_pre errors, $s_pre skipped (status $rc_pre)"
+if ! cmp -s "$TP_TMP/plain.cases" "$TP_TMP/pre.cases"; then
+  diff "$TP_TMP/plain.cases" "$TP_TMP/pre.cases" | head -30 >&2
+  grep -v '^tlbpack: ' "$TP_TMP/pre.out" | tail -40 >&2
+  tp_fail "test results differ from the run without preload"
+fi
+[ "$rc_pre" = "$rc_plain" ] || tp_fail "regrtest exit status $rc_pre under preload, $rc_plain without"
+[ "$n_pre" -gt 0 ] || tp_fail "no test cases ran"
+tp_check_stats "$TP_TMP/pre.err" "the regrtest runner"
+tp_pass "$p_pre/$n_pre cases passed under preload, same outcomes as without ($p_plain/$n_plain)"

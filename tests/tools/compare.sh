@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `tlbpack compare` traces a small program with jemalloc and with tlbpack and prints tlbsim's
+# comparison; without tlbsim it says so. Usage: compare.sh TLBPACK BUILD_DIR PRINTENV
+. "$(dirname "$0")/lib.sh"
+TP=$1 BUILD=$2 PE=$3
+T=$(mktemp -d "${TMPDIR:-/tmp}/tlbpack-compare-test-XXXXXX")
+trap 'rm -rf "$T" "$_tmp_out" "$_tmp_err"' EXIT
+
+# A tlbpack with no tlbsim beside it, none installed and none on PATH: a clear error.
+cp "$TP" "$T/tlbpack"
+if ! command -v tlbsim >/dev/null && [ ! -e "$(dirname "$(dirname "$TP")")/bin/tlbsim" ] && [ ! -e /usr/local/bin/tlbsim ]; then
+  PATH=/usr/bin:/bin run "$T/tlbpack" compare -- true
+  expect_rc 1 "compare without tlbsim"; expect_in err "tlbsim not found" "compare without tlbsim"
+fi
+[ -x "$BUILD/tlbsim" ] || skip "$BUILD/tlbsim not built (the simulator is not merged yet)"
+[ -e "$BUILD/libtlbpack.so" ] || skip "$BUILD/libtlbpack.so not built (the allocator is not merged yet)"
+command -v valgrind >/dev/null || skip "valgrind not installed"
+ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 >/dev/null 2>&1 || skip "jemalloc not installed"
+
+run "$TP" compare --cpu zen4 --keep "$T/keep" -- "$PE" --malloc
+expect_rc 0 "compare"
+expect_in out "jemalloc" "compare names jemalloc"; expect_in out "tlbpack" "compare names tlbpack"
+expect_in out "walk" "compare reports walks"
+[ -s "$T/keep/tlbpack.regions" ] && ok "regions file written by the tlbpack run" || fail "no regions file in --keep dir"
+grep -q "hugetlbfs\|thp\| 2m" "$T/keep/tlbpack.regions" && ok "tlbpack regions include huge pages" \
+  || echo "note: tlbpack's regions have no 2m range: $(head -3 "$T/keep/tlbpack.regions")"
+[ -s "$T/keep/jemalloc.trace" ] && [ -s "$T/keep/tlbpack.trace" ] && ok "both traces kept" || fail "traces missing"
+
+run "$TP" compare --json -- "$PE" --malloc
+expect_rc 0 "compare --json"
+printf '%s' "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' && ok "--json is JSON" || fail "--json output is not JSON: $OUT"
+finish

@@ -31,8 +31,8 @@ void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv) {
   snprintf(c->tlb_source, sizeof c->tlb_source, "%s", (s = tb_kv_get(kv, "tlb_source")) ? s : "none");
   snprintf(c->malloc_from, sizeof c->malloc_from, "%s", (s = tb_kv_get(kv, "malloc_from")) ? s : "?");
   c->detail[0] = 0;
-  const char *dk[] = {"layout", "warm_method", "hit_rate", "traced"};
-  for (int i = 0; i < 4; i++)
+  const char *dk[] = {"layout", "warm_method", "hit_rate"};
+  for (int i = 0; i < 3; i++)
     if ((s = tb_kv_get(kv, dk[i])) && strcmp(s, "malloc") != 0 && strcmp(s, "none") != 0) {
       size_t l = strlen(c->detail);
       snprintf(c->detail + l, sizeof c->detail - l, "%s%s=%s", l ? " " : "", dk[i], s);

@@ -78,7 +78,7 @@ const tb_workload_t tb_workloads[] = {
    {"--lines 2000", "--lines 100000", "--lines 400000"}, 0, 0,
    "log parsing: interned names, strdup'd values, growing arrays"},
   {"sqlite", "wl_sqlite",
-   {"--rows 100 --trace-rows 20", "--rows 20000 --trace-rows 150", "--rows 100000 --trace-rows 300"}, 0, 0,
+   {"--rows 100 --trace-rows 20", "--rows 20000 --trace-rows 150", "--rows 100000 --trace-rows 200"}, 0, 0,
    "sqlite3 running a script (in-memory table + index); traced with valgrind lackey"},
   {"malloc-st", "wl_malloc",
    {"--ops 20000 --live 1000", "--ops 2000000", "--ops 10000000"}, 0, 0,

@@ -349,8 +349,12 @@ int main(int argc, char **argv) {
         snprintf(c->sim_note, sizeof c->sim_note, "traced run failed: %s", p.err ? first_line(p.err, line, sizeof line) : "cannot start");
       } else {
         struct stat st;
+        tb_kv_t kv;
+        const char *why, *traced = NULL;
+        if (tb_parse_result(p.out, &kv, &why) == 0) traced = tb_kv_get(&kv, "traced");
         if (stat(trace, &st) != 0 || st.st_size <= 16)
-          snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded");
+          snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",
+                   traced ? traced : "");
         else
           simulate(c, tlbsim, o.cpu, trace, smaps, o.timeout_s);
       }

@@ -298,7 +298,12 @@ int main(int argc, char **argv) {
         tb_kv_t kv;
         const char *why = NULL;
         char line[200], runno[16], status[16], wall[32];
-        if (tb_run(av, env, o.timeout_s, &p) != 0) { snprintf(c->error, sizeof c->error, "cannot start %s", av[0]); c->failures++; continue; }
+        if (tb_run(av, env, o.timeout_s, &p) != 0) {
+          snprintf(c->error, sizeof c->error, "cannot start %s", av[0]);
+          fprintf(stderr, "tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
+          c->failures++;
+          continue;
+        }
         int bad = p.timed_out || p.status != 0 || tb_parse_result(p.out, &kv, &why) != 0;
         if (bad) {
           c->failures++;

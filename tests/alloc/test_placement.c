@@ -40,14 +40,15 @@ static int pages_shared(void **a, size_t na, size_t sa, void **b, size_t nb, siz
   return shared;
 }
 
-/* Two allocation sites. The empty asm after the call keeps the compiler from turning these
- * into tail jumps, which would make the caller's call sites the allocation sites instead. */
-static __attribute__((noinline)) void *site_a(size_t n) {
+/* Two allocation sites. noipa keeps identical-code folding from merging them into one, and
+ * the empty asm after the call keeps them from becoming tail jumps (which would make the
+ * caller's call sites the allocation sites instead). */
+static __attribute__((noipa)) void *site_a(size_t n) {
   void *p = tp_malloc(n);
   __asm__ volatile("" ::: "memory");
   return p;
 }
-static __attribute__((noinline)) void *site_b(size_t n) {
+static __attribute__((noipa)) void *site_b(size_t n) {
   void *p = tp_malloc(n);
   __asm__ volatile("" ::: "memory");
   return p;

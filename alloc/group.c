@@ -7,6 +7,7 @@
 #include "internal.h"
 
 tp_group_t *_tp_groups[TP_MAX_GROUPS];
+_Atomic uint64_t _tp_refill_clock;
 tp_group_t _tp_shared_group;
 
 static tp_lock_t groups_lock = TP_LOCK_INIT;
@@ -22,6 +23,7 @@ static unsigned site_used;
 
 static void group_setup(tp_group_t *g, unsigned id, const char *name) {
   g->id = (uint16_t)id;
+  _tp_lock_reinit(&g->arena_lock);
   for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock_reinit(&g->bins[c].lock);
   if (name) snprintf(g->name, sizeof g->name, "%s", name);
 }
@@ -44,6 +46,9 @@ static tp_group_t *group_new(const char *name) {
     atomic_store(&g->slab_bytes, 0);
     g->exclusive = 0;
     g->explicit_ = 0;
+    g->ordered = 0;
+    g->arena_cur = NULL;
+    g->young_hp = NULL;
     g->site = 0;
     g->name[0] = 0;
     atomic_store(&g->gen, gen); /* already bumped by destroy */
@@ -68,7 +73,10 @@ unsigned _tp_site_group(uintptr_t ra) {
   size_t i = site_hash(ra);
   for (unsigned probe = 0; probe < SITE_TABLE; probe++, i = (i + 1) & (SITE_TABLE - 1)) {
     uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_acquire);
-    if (k == ra) return site_val[i];
+    if (k == ra) {
+      unsigned id = site_val[i], a = atomic_load_explicit(&_tp_groups[id]->alias, memory_order_relaxed);
+      return a ? a : id;
+    }
     if (k == 0) break;
   }
   /* Not found: create under the lock (sites past the bound share group 0). */
@@ -125,6 +133,12 @@ tp_group_t *tp_group_create(const char *name) {
     g->exclusive = 1;
   }
   _tp_unlock(&groups_lock);
+  return g;
+}
+
+tp_group_t *tp_group_create_arena(const char *name) {
+  tp_group_t *g = tp_group_create(name);
+  if (g) g->ordered = 1;
   return g;
 }
 
@@ -185,10 +199,15 @@ static void gstat_page(tp_hpage_t *h, void *arg) {
     for (unsigned i = 0; i < TP_SLOTS; i++) {
       tp_slab_t *s = h->slot_slab[i];
       if (s == NULL || s->first_slot != i || s->group != a->g->id) continue;
-      size_t live = 0;
-      for (unsigned o = 0; o < s->nobj; o++) live += __atomic_load_n(&s->live[o], __ATOMIC_RELAXED) != 0;
+      size_t live = 0, bytes = 0;
+      for (unsigned o = 0; o < s->nobj; o++) {
+        uint8_t v = __atomic_load_n(&s->live[o], __ATOMIC_RELAXED);
+        if (s->kind == TP_SLAB_ARENA && (v & TP_ARENA_FREED)) v = 0;
+        live += v != 0;
+        bytes += s->kind == TP_SLAB_ARENA ? (size_t)v * TP_GRANULE : (v != 0) * (size_t)s->size;
+      }
       a->st->objects += live;
-      a->st->bytes += live * s->size;
+      a->st->bytes += bytes;
       if (live && !counted) {
         a->st->huge_pages++;
         counted = 1;
@@ -218,19 +237,24 @@ void _tp_groups_prefork(void) {
   _tp_lock(&groups_lock);
   for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
     tp_group_t *g = _tp_groups[i];
-    if (g)
+    if (g) {
       for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->bins[c].lock);
+      _tp_lock(&g->arena_lock);
+    }
   }
 }
 
 void _tp_groups_postfork(int child) {
   for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
     tp_group_t *g = _tp_groups[i];
-    if (g)
+    if (g) {
       for (unsigned c = 0; c < TP_NCLASSES; c++) {
         if (child) _tp_lock_reinit(&g->bins[c].lock);
         else _tp_unlock(&g->bins[c].lock);
       }
+      if (child) _tp_lock_reinit(&g->arena_lock);
+      else _tp_unlock(&g->arena_lock);
+    }
   }
   if (child) _tp_lock_reinit(&groups_lock);
   else _tp_unlock(&groups_lock);

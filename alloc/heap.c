@@ -6,8 +6,12 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -332,7 +336,62 @@ void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) {
   }
 }
 
-void _tp_heap_prefork(void) { _tp_lock(&_tp_heap_lock); }
+/* ---- fork --------------------------------------------------------------------------- */
+static long pool_free_pages(void) {
+  int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *p = strstr(buf, "HugePages_Free:");
+  return p ? strtol(p + 15, NULL, 10) : -1;
+}
+
+/* A private hugetlb page shared with a fork child is copied on the child's first write, from
+ * the pool; with no free page the kernel kills the child with SIGBUS. The child cannot fix
+ * this itself: glibc's fork writes to every FILE (heap memory) before any atfork handler
+ * runs. So before the fork, when the pool cannot cover the heap's hugetlb pages, the parent
+ * moves them onto anonymous (THP) memory; later pages come from the pool again. */
+static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_HUGETLBFS; }
+
+static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
+
+static void move_to_thp(tp_hpage_t *h, void *arg) {
+  int *failed = arg;
+  if (*failed || !is_hugetlb(h)) return;
+  void *a = (void *)h->addr;
+  void *tmp = _tp_os_reserve(NULL, TP_HPAGE, TP_HPAGE);
+  if (tmp == NULL ||
+      mmap(tmp, TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != tmp) {
+    *failed = 1; /* no memory to copy into: fork as it is */
+    return;
+  }
+  madvise(tmp, TP_HPAGE, MADV_HUGEPAGE);
+  memcpy(tmp, a, TP_HPAGE);
+  if (mremap(tmp, TP_HPAGE, TP_HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
+    _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
+  _tp_heap_ctr.pages_by_source[h->source]--;
+  _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+  h->source = TP_SRC_THP;
+  _tp_heap_ctr.fork_unshared++;
+}
+
+static void unshare_hugetlb(void) {
+  size_t need = 0;
+  _tp_heap_foreach(count_hugetlb, &need);
+  if (need == 0) return;
+  long avail = pool_free_pages();
+  if (avail >= 0 && (size_t)avail >= need) return;
+  int failed = 0;
+  _tp_heap_foreach(move_to_thp, &failed);
+}
+
+void _tp_heap_prefork(void) {
+  _tp_lock(&_tp_heap_lock);
+  unshare_hugetlb();
+}
 void _tp_heap_postfork(int child) {
   if (child) _tp_lock_reinit(&_tp_heap_lock);
   else _tp_unlock(&_tp_heap_lock);

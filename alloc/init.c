@@ -53,6 +53,7 @@ static void init_late(void) {
     _tp_options_parse(&scratch, getenv("TLBPACK_CONF"), stderr);
   }
   _tp_tcache_key_init();
+  _tp_stats_keep_stderr();
   pthread_atfork(prefork, postfork_parent, postfork_child);
   _tp_os_discover();
   atomic_store(&_tp_ready, 2);

@@ -103,7 +103,9 @@ size_t _tp_meta_bytes(void) TP_INTERNAL;
 #include "prim.h"
 
 /* ---- slabs and objects --------------------------------------------------------------- */
-enum { TP_SLAB_SMALL = 1, TP_SLAB_MEDIUM = 2, TP_SLAB_LARGE = 3 };
+enum { TP_SLAB_SMALL = 1, TP_SLAB_MEDIUM = 2, TP_SLAB_LARGE = 3, TP_SLAB_ARENA = 4 };
+#define TP_GRANULE 16
+#define TP_ARENA_GRANULES (TP_SLOT / TP_GRANULE) /* an arena run is one slot */
 #define TP_BIG_META (sizeof(tp_slab_t) + sizeof(uint64_t)) /* medium / large record */
 
 typedef struct tp_hpage_s tp_hpage_t;
@@ -128,6 +130,7 @@ struct tp_slab_s {
   uint32_t avail_hint;   /* first bitmap word that may have an available object */
   uint8_t in_partial;
   uint8_t nwords;
+  _Atomic uint32_t nlive; /* arena: live blocks (any thread frees) */
   uint64_t *avail;       /* 1 = available in the slab (bin lock) */
   /* One byte per object, 1 = handed to the program. Bytes, not bits: distinct objects never
    * share a memory location, so frees from any thread need no locked instruction. */
@@ -203,9 +206,19 @@ struct tp_group_s {
   uint16_t id;
   uint8_t explicit_;     /* created with tp_group_create */
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
+  uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
+  tp_lock_t arena_lock;
+  tp_slab_t *arena_cur;  /* the run being filled (arena_lock) */
   _Atomic uint32_t gen;  /* bumped by destroy: thread caches drop stale entries */
   _Atomic size_t slab_bytes;
   uintptr_t site;        /* allocation site for site groups */
+  /* Site adoption (alloc.c): a site group that keeps needing fresh memory while the thread
+   * holds freed blocks of an idle site group joins that group (`alias`): one site filled a
+   * structure, another replaces its entries, and the space stays in use. */
+  _Atomic uint16_t alias;
+  _Atomic uint32_t votes;       /* consecutive votes for vote_for */
+  _Atomic uint16_t vote_for;
+  _Atomic uint64_t last_refill; /* _tp_refill_clock at the group's last refill */
   char name[48];
   tp_filler_t filler;    /* hpages this group owns (heap lock) */
   tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first (heap lock) */
@@ -214,6 +227,9 @@ struct tp_group_s {
 };
 
 extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
+extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
+#define TP_IDLE_REFILLS 64 /* a site group that has not refilled in this many refills is idle */
+#define TP_ADOPT_VOTES 4
 extern tp_group_t _tp_shared_group TP_INTERNAL;
 void _tp_groups_init(void) TP_INTERNAL;
 unsigned _tp_site_group(uintptr_t site) TP_INTERNAL;
@@ -243,6 +259,7 @@ typedef struct tp_heap_counters_s {
   size_t pages_returned;
   size_t reserved_bytes;
   size_t retained_hpages;
+  size_t fork_unshared;   /* hugetlb pages moved to THP before a fork (the pool was short) */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
@@ -255,6 +272,18 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want)
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
 /* Releases every slab of a group (destroy). */
 void _tp_bin_release_all(tp_group_t *g) TP_INTERNAL;
+
+/* ---- ordered groups (arena.c) --------------------------------------------------------- */
+/* Arena runs: one byte per 16-byte granule. At a block's first granule it holds the length in
+ * granules (1-127) while the block is live, and TP_ARENA_FREED | length once freed; 0 elsewhere.
+ * Out of band, and enough to tell a double free from an invalid one. */
+#define TP_ARENA_FREED 0x80
+void *_tp_arena_alloc(tp_group_t *g, size_t size, int zero, size_t *usable) TP_INTERNAL;
+/* Frees p from arena run s; returns its usable size. Aborts on an invalid or double free. */
+size_t _tp_arena_free(tp_slab_t *s, void *p) TP_INTERNAL;
+size_t _tp_arena_usable(const tp_slab_t *s, const void *p) TP_INTERNAL;
+void _tp_arena_release(tp_slab_t *s) TP_INTERNAL; /* destroy: the run and its record */
+#define TP_ARENA_META (sizeof(tp_slab_t) + TP_ARENA_GRANULES)
 
 /* ---- thread caches (tcache.c) -------------------------------------------------------- */
 typedef struct tp_tbin_s {
@@ -274,6 +303,7 @@ typedef struct tp_tcache_s {
   uint16_t site_g[TP_SITE_CACHE];
   uint16_t thread_group;
   int mode;
+  uint16_t last_free_g[TP_NCLASSES]; /* per class, the group of the last block freed here */
   /* counters, folded into the globals at thread exit */
   size_t nmalloc, nfree, bytes_alloc;
   ptrdiff_t live_bytes;   /* may go negative in a thread that frees others' blocks */
@@ -304,6 +334,7 @@ extern _Atomic ptrdiff_t _tp_global_live TP_INTERNAL;
  * slow paths only, so the peak is exact to within the thread caches' contents). */
 void _tp_stats_note_live(ptrdiff_t unused) TP_INTERNAL;
 void _tp_atexit_report(void) TP_INTERNAL;
+void _tp_stats_keep_stderr(void) TP_INTERNAL;
 
 /* ---- the generic paths (alloc.c) ----------------------------------------------------- */
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) TP_INTERNAL;

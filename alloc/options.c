@@ -13,7 +13,7 @@ void _tp_options_defaults(tp_options_t *o) {
   o->pool = TP_POOL_AUTO;
   o->group = TP_GROUP_SITE;
   o->numa = TP_NUMA_DEFAULT;
-  o->retain_bytes = (size_t)64 << 20;
+  o->retain_bytes = (size_t)16 << 20;
   o->site_groups = 128;
   o->exclusive_bytes = (size_t)256 << 10;
 }
@@ -53,16 +53,29 @@ static const tp_key_t keys[] = {
     {"exclusive_kb", K_NUM, NULL, OFF(exclusive_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
     {NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
+/* The user's text, at most 64 bytes, with anything unprintable as \xNN: a newline or an
+ * escape sequence in TLBPACK_CONF must not forge or split a line of ours. */
+static const char *printable(char *out, const char *s, size_t n) {
+  size_t o = 0;
+  for (size_t i = 0; i < n && i < 64; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c < 0x7f && c != '\\') out[o++] = (char)c;
+    else o += (size_t)snprintf(out + o, 5, "\\x%02x", c);
+  }
+  if (n > 64) o += (size_t)snprintf(out + o, 4, "...");
+  out[o] = 0;
+  return out;
+}
+
 static void warn_line(FILE *w, const char *what, const char *k, size_t kl, const char *v, size_t vl,
                       const char *accepted) {
   if (w == NULL) return;
-  if (kl > 64) kl = 64;
-  if (vl > 64) vl = 64;
+  char kb[64 * 4 + 4], vb[64 * 4 + 4];
   if (accepted)
-    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%.*s' for key '%.*s' (accepted: %s); default kept\n", what,
-            (int)vl, v, (int)kl, k, accepted);
+    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%s' for key '%s' (accepted: %s); default kept\n", what,
+            printable(vb, v, vl), printable(kb, k, kl), accepted);
   else
-    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%.*s'%s; ignored\n", what, (int)kl, k,
+    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%s'%s; ignored\n", what, printable(kb, k, kl),
             vl ? " (with a value)" : "");
 }
 
@@ -128,7 +141,8 @@ int _tp_options_parse(tp_options_t *o, const char *conf, FILE *w) {
     if (len > 0) {
       const char *colon = memchr(s, ':', len);
       if (colon == NULL) {
-        if (w) fprintf(w, "tlbpack: TLBPACK_CONF: '%.*s' is not key:value; ignored\n", (int)(len > 64 ? 64 : len), s);
+        char buf[64 * 4 + 4];
+        if (w) fprintf(w, "tlbpack: TLBPACK_CONF: '%s' is not key:value; ignored\n", printable(buf, s, len));
         warnings++;
       } else {
         warnings += set_one(o, s, (size_t)(colon - s), colon + 1, len - (size_t)(colon - s) - 1, w);

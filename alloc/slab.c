@@ -119,7 +119,9 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     s->avail[idx >> 6] |= 1ull << (idx & 63);
     if (idx >> 6 < s->avail_hint) s->avail_hint = idx >> 6;
     s->navail++;
-    if (s->navail == s->nobj && b->slabs > 1) {
+    /* An empty slab goes back unless it is the bin's last (kept against thrashing); a group
+     * that joined another allocates no more, so it keeps none. */
+    if (s->navail == s->nobj && (b->slabs > 1 || atomic_load_explicit(&g->alias, memory_order_relaxed))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
       slab_release(g, s);
@@ -147,6 +149,7 @@ static void collect_owned(tp_hpage_t *h, void *arg) {
 
 void _tp_bin_release_all(tp_group_t *g) {
   for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->bins[c].lock);
+  _tp_lock(&g->arena_lock);
   for (;;) {
     collect_t col = {g, NULL, 0, 4096};
     col.list = _tp_meta_alloc(col.cap * sizeof(tp_slab_t *));
@@ -156,7 +159,9 @@ void _tp_bin_release_all(tp_group_t *g) {
     _tp_unlock(&_tp_heap_lock);
     for (size_t i = 0; i < col.n; i++) {
       tp_slab_t *s = col.list[i];
-      if (s->kind == TP_SLAB_LARGE) {
+      if (s->kind == TP_SLAB_ARENA) {
+        _tp_arena_release(s);
+      } else if (s->kind == TP_SLAB_LARGE) {
         _tp_heap_free_large(s->hp, s->nhpages);
         _tp_meta_free(s, TP_BIG_META);
       } else if (s->kind == TP_SLAB_MEDIUM) {
@@ -170,6 +175,8 @@ void _tp_bin_release_all(tp_group_t *g) {
     _tp_meta_free(col.list, col.cap * sizeof(tp_slab_t *));
     if (n < col.cap) break;
   }
+  g->arena_cur = NULL;
+  _tp_unlock(&g->arena_lock);
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     g->bins[c].partial = NULL;
     g->bins[c].slabs = 0;

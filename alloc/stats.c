@@ -1,7 +1,10 @@
 /* Visibility: counters gathered from the thread caches and the heap, printed as text or JSON
  * through one function, and the regions file that `tlbsim --regions` reads. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -67,13 +70,13 @@ void tp_stats_print(FILE *out, int json) {
             "\"peak_live_bytes\":%zu,\"live_objects\":%zu,\"mapped_bytes\":%zu,"
             "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
             "\"pages_hugetlbfs_fd\":%zu,\"pages_map_hugetlb\":%zu,\"pages_thp\":%zu,"
-            "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"density\":%.4f,"
+            "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"density\":%.4f,"
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
             _tp_meta_bytes(), st.pages_hugetlbfs, c.pages_by_source[TP_SRC_HUGETLBFS],
             c.pages_by_source[TP_SRC_HUGETLB], st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
-            st.density, _tp_os.numa_nodes, _tp_os.numa_note);
+            c.fork_unshared, st.density, _tp_os.numa_nodes, _tp_os.numa_note);
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
     fprintf(out, "]}\n");
@@ -95,6 +98,7 @@ void tp_stats_print(FILE *out, int json) {
   ROW("fallbacks", "%zu", st.fallbacks);
   ROW("pages_returned", "%zu", st.pages_returned);
   ROW("density", "%.4f", st.density);
+  ROW("fork_unshared", "%zu", c.fork_unshared);
   ROW("reserved_bytes", "%zu", c.reserved_bytes);
   ROW("meta_bytes", "%zu", _tp_meta_bytes());
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);
@@ -157,9 +161,50 @@ int tp_regions_write(const char *path) {
   return 0;
 }
 
+/* Programs close stderr in their own exit handlers (coreutils does), which run before this
+ * report: with stats on, a private copy of stderr is kept from start-up, and used at exit only
+ * if it still is the same file (a program may close every descriptor and reuse the number). */
+static int report_fd = -1;
+static dev_t report_dev;
+static ino_t report_ino;
+
+void _tp_stats_keep_stderr(void) {
+  if (_tp_opt.stats == TP_STATS_OFF) return;
+  struct stat st;
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  report_fd = fd;
+  report_dev = st.st_dev;
+  report_ino = st.st_ino;
+}
+
+static int report_target(void) {
+  struct stat st;
+  if (report_fd >= 0 && fstat(report_fd, &st) == 0 && st.st_dev == report_dev && st.st_ino == report_ino)
+    return report_fd;
+  return 2;
+}
+
 void _tp_atexit_report(void) {
   if (atomic_load(&_tp_ready) == 0) return;
   if (_tp_opt.regions_path[0] && tp_regions_write(_tp_opt.regions_path) != 0)
     _tp_message("could not write regions file '%s': %s", _tp_opt.regions_path, strerror(errno));
-  if (_tp_opt.stats != TP_STATS_OFF) tp_stats_print(stderr, _tp_opt.stats == TP_STATS_JSON);
+  if (_tp_opt.stats == TP_STATS_OFF) return;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (m == NULL) return;
+  tp_stats_print(m, _tp_opt.stats == TP_STATS_JSON);
+  fclose(m);
+  int fd = report_target();
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(fd, buf + off, len - off);
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  free(buf);
 }

@@ -63,6 +63,7 @@ typedef struct ts_config_s {
   char cpu[16];
   ts_tlb_cfg_t tlb[TS_NTLBS];
   int l2_instr;                    /* 1: the L2 TLB also serves L1 ITLB misses (unified STLB) */
+  int l1d_stores;                  /* 0: stores skip the L1 DTLB and look up the L2 (core2 DTLB0) */
   uint32_t pwc[TS_MAX_LEVELS + 1]; /* page-walk cache entries caching level-k entries, k=2..5 */
   uint32_t hpwc[TS_MAX_LEVELS + 1];/* the host's walk caches for nested walks */
   int levels;                      /* 4 or 5 */
@@ -82,6 +83,7 @@ typedef struct ts_config_s {
 typedef struct ts_stats_s {
   uint64_t accesses, reads, writes, ifetches, prefetches, straddles, context_switches;
   uint64_t l1_hits, l1_misses, l1i_misses, l1d_misses;   /* per page touched (straddles: 2) */
+  uint64_t l1_bypasses;            /* stores sent straight to the L2 TLB (l1d.stores=0) */
   uint64_t l2_hits, l2_misses;
   uint64_t walks, walk_levels, walk_mem_refs, pwc_hits;
   uint64_t prefetch_hits, prefetch_walks, prefetch_walk_refs;

@@ -5,15 +5,23 @@
 #include "internal.h"
 
 void _ts_start(ts_sim_t *s);
+/* How a translation enters the miss path. */
+enum { TS_DEMAND = 0, TS_PREFETCH = 1, TS_BYPASS = 2 };
 void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tps, uint64_t page,
-                 uint64_t key, bool prefetch);
+                 uint64_t key, int mode);
+void _ts_bypass(ts_sim_t *s, uint64_t va, int ps);
 void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps);
-void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int instr, int ps);
+void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int kind, int ps);
 
-/* One page touched by a demand access. ps: the guest/native page size; the TLB holds the
+/* One page touched by a demand access. kind: 0 data, 1 instruction, 2 a store on a core whose
+ * L1 DTLB serves loads only (core2's DTLB0). ps: the guest/native page size; the TLB holds the
  * smaller of it and the host page size in a nested setup. */
-static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_t va, int instr, int ps) {
-  int tps = ps;
+static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_t va, int kind, int ps) {
+  if (TS_UNLIKELY(kind == 2)) {
+    _ts_bypass(s, va, ps);
+    return;
+  }
+  int instr = kind, tps = ps;
   if (TS_UNLIKELY(s->cfg.nested) && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
@@ -27,26 +35,26 @@ static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_
     s->last_key[instr] = key;
     return;
   }
-  _ts_l1_miss(s, va, instr, ps, tps, page, key, false);
+  _ts_l1_miss(s, va, instr, ps, tps, page, key, TS_DEMAND);
 }
 
 static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
   if (TS_UNLIKELY(!s->started)) _ts_start(s);
   uint64_t mask = (1ull << (12 + 9 * s->cfg.levels)) - 1, va = addr & mask;
   int ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
-  int instr = 0;
+  int kind = 0;
   switch (op) {
   case 'R': s->st.reads++; break;
-  case 'W': s->st.writes++; break;
-  case 'I': s->st.ifetches++; instr = 1; break;
+  case 'W': s->st.writes++; kind = s->store_kind; break;
+  case 'I': s->st.ifetches++; kind = 1; break;
   case 'P': s->st.prefetches++; _ts_prefetch(s, va, ps); return;
   default: return;
   }
   uint64_t last = va + (size ? size - 1 : 0);
   if (last > mask || last < va) last = mask;
   unsigned sh = _ts_shift(ps);
-  if (TS_LIKELY((va >> sh) == (last >> sh))) _ts_touch(s, va, instr, ps);
-  else _ts_straddle(s, va, last, instr, ps);
+  if (TS_LIKELY((va >> sh) == (last >> sh))) _ts_touch(s, va, kind, ps);
+  else _ts_straddle(s, va, last, kind, ps);
 }
 
 #endif

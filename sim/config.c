@@ -45,6 +45,7 @@ static void defaults(ts_config_t *c, const char *name) {
   c->asid_count = 6;
   c->seed = 1;
   c->l2_instr = 1;
+  c->l1d_stores = 1;
   c->lat_l2 = 7;
   c->lat_walk = 0;
   c->lat_ref = 20;
@@ -57,8 +58,9 @@ int ts_config_preset(ts_config_t *c, const char *name) {
      * Reference Manual (2008+), "Intel Core Microarchitecture": ITLB 128 entries 4-way (4K),
      * 8 entries fully associative for large pages; DTLB0 16 entries (4K) and 16 (large), used by
      * loads; DTLB1 256 entries 4-way (4K) and 32 entries 4-way (large). Drepper §4.3 quotes the
-     * 128 ITLB / 256 DTLB. Modelled as L1D = DTLB0 and a data-only L2 = DTLB1; stores also
-     * probe DTLB0 here (on the chip they go to DTLB1 directly). Core 2 has no 1G pages (PS
+     * 128 ITLB / 256 DTLB. Modelled as L1D = DTLB0 and a data-only L2 = DTLB1; as the manual
+     * describes DTLB0 as serving loads only, stores look up DTLB1 directly (l1d.stores=0) and
+     * fill only DTLB1 (which structure a store's walk fills is not documented). Core 2 has no 1G pages (PS
      * "large" here is 2M; 4M pages are not modelled) and its walk-cache size (the "PDE cache")
      * is not documented: 32 entries is our assumption. */
     defaults(c, name);
@@ -66,6 +68,7 @@ int ts_config_preset(ts_config_t *c, const char *name) {
     tlb(c, TS_L1D, 16, 4, B4K); huge(c, TS_L1D, TS_PS_2M, 16, 4);
     tlb(c, TS_L2, 256, 4, B4K); huge(c, TS_L2, TS_PS_2M, 32, 4);
     c->l2_instr = 0;
+    c->l1d_stores = 0;
     pwc(c, 32, 0, 0, 0);
     c->lat_l2 = 2; c->lat_ref = 20;
   } else if (!strcmp(name, "skylake")) {
@@ -139,6 +142,7 @@ static const char keys_help[] =
     "  T.policy=lru|tree-plru|random\n"
     "      T is l1i, l1d, l2 (L2 TLB; l2.entries=0: no L2) or l2i (separate L2 ITLB)\n"
     "  l2.instr=0|1             the L2 TLB also serves instruction misses\n"
+    "  l1d.stores=0|1           0: stores skip the L1 DTLB and look up the L2 (core2's DTLB0)\n"
     "  pwc.entries=N            every page-walk cache (0: none); pwc.l2..pwc.l5 (.entries) one level\n"
     "                           (level 2 caches PDEs, 3 PDPTEs, 4 PML4Es, 5 PML5Es)\n"
     "  hpwc.entries=N           the host's walk caches in nested walks (hpwc.l2.. likewise)\n"
@@ -212,6 +216,8 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
   if (t >= 0) {
     ts_tlb_cfg_t *tc = &c->tlb[t];
     const char *f = dot + 1;
+    if (t == TS_L1D && !strcmp(f, "stores")) { U32(1, c->l1d_stores); return 0; }
+    if (t == TS_L2 && !strcmp(f, "instr")) { U32(1, c->l2_instr); return 0; }
     if (!strcmp(f, "entries")) {   /* 0: no such TLB at all, huge-page arrays included */
       U32(TS_MAX_ENTRIES, tc->main.entries);
       if (!u) memset(tc->huge, 0, sizeof tc->huge);
@@ -257,7 +263,6 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
     BAD("--set %s: expected %.*s.entries or %.*s.l2 .. %.*s.l5", key, (int)(f - key - 1), key,
         (int)(f - key - 1), key, (int)(f - key - 1), key);
   }
-  if (!strcmp(key, "l2.instr")) { U32(1, c->l2_instr); return 0; }
   if (!strcmp(key, "levels") || !strcmp(key, "host.levels")) {
     if (strcmp(v, "4") && strcmp(v, "5")) BAD("--set %s: expected 4 or 5, got '%s'", key, v);
     *(key[0] == 'h' ? &c->host_levels : &c->levels) = v[0] - '0';

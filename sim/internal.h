@@ -74,7 +74,12 @@ static inline __attribute__((always_inline)) bool _ts_array_lookup(ts_array_t *a
   size_t base = (size_t)si * a->ways;
   const uint64_t *set = a->keys + base;
   int f = -1;
-  for (uint32_t w = 0; w < a->ways; w++) f = set[w] == key ? (int)w : f;
+  if (a->ways <= 8) {
+    for (uint32_t w = 0; w < a->ways; w++) f = set[w] == key ? (int)w : f;
+  } else {
+    for (uint32_t w = 0; w < a->ways; w++)
+      if (set[w] == key) { f = (int)w; break; }
+  }
   if (f < 0) return false;
   if (TS_LIKELY(a->policy == TS_POL_LRU)) a->stamp[base + (uint32_t)f] = ++a->clock;
   else a->pol->hit(a, a->keys + base, si, (uint32_t)f);
@@ -169,6 +174,7 @@ struct ts_sim_s {
    * and most recent in its set, so a repeat is a hit that changes no policy state (for every
    * policy). Reset by flushes. */
   uint64_t last_key[2];
+  int store_kind;           /* 2 when stores skip the L1 DTLB (l1d.stores=0), else 0 */
   ts_stats_t st;
 };
 

@@ -27,6 +27,7 @@ static size_t fields(ts_sim_t *s, field_t *f) {
   F("l1_misses", "L1 TLB misses", st->l1_misses, true);
   F("l1i_misses", "  L1 ITLB misses", st->l1i_misses, true);
   F("l1d_misses", "  L1 DTLB misses", st->l1d_misses, true);
+  F("l1_bypasses", "stores sent straight to the L2 TLB", st->l1_bypasses, true);
   F("l2_hits", "L2 TLB hits", st->l2_hits, true);
   F("l2_misses", "L2 TLB misses", st->l2_misses, true);
   F("walks", "page walks", st->walks, true);
@@ -128,7 +129,7 @@ void ts_print_text(FILE *out, ts_sim_t *s, const char *label) {
 
 static void ratio(char *buf, size_t n, uint64_t a, uint64_t b) {
   if (a == 0) snprintf(buf, n, "%s", b ? "inf" : "-");
-  else snprintf(buf, n, "%.3f", (double)b / (double)a);
+  else snprintf(buf, n, "%.4g", (double)b / (double)a);
 }
 
 /* Fields are matched by name: the two runs may differ in levels (and so in rows). */

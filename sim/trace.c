@@ -75,8 +75,9 @@ static inline const char *dec(const char *p, const char *end, uint64_t max, uint
   uint64_t v = 0;
   const char *s = p;
   while (p < end && *p >= '0' && *p <= '9') {
-    v = v * 10 + (uint64_t)(*p - '0');
-    if (v > max) return NULL;
+    uint64_t d = (uint64_t)(*p - '0');
+    if (v > (max - d) / 10) return NULL;
+    v = v * 10 + d;
     p++;
   }
   if (p == s) return NULL;
@@ -117,7 +118,7 @@ static int text_line(ts_sim_t *s, const char *p, const char *end, uint64_t no, c
   if (op == 'C') {
     uint64_t asid;
     if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p = hex(p + 2, end, &asid);
-    else p = dec(p, end, UINT64_MAX / 10, &asid);
+    else p = dec(p, end, UINT64_MAX, &asid);
     if (!p || ws(p, end) != end) goto bad;
     if (ts_context_switch(s, asid)) {
       _ts_err(err, errlen, "line %llu: more than %u address spaces", (unsigned long long)no,

@@ -75,6 +75,15 @@ static int abs_keep_name(const char *path, char *out) {
   return 0;
 }
 
+int tpc_is_elf(const char *path) {
+  unsigned char magic[4];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, magic, sizeof magic);
+  close(fd);
+  return n == 4 && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+}
+
 int tpc_find_lib(const char *verb, const char *explicit_path, char *out, size_t outsz) {
   char tried[4][PATH_MAX];
   int ntried = 0;
@@ -82,6 +91,10 @@ int tpc_find_lib(const char *verb, const char *explicit_path, char *out, size_t 
   if (explicit_path) {
     if (!usable_file(explicit_path) || abs_keep_name(explicit_path, out) != 0) {
       tpc_fail(verb, "--lib %s: %s (expected the path of libtlbpack.so)", explicit_path, strerror(errno));
+      return -1;
+    }
+    if (!tpc_is_elf(explicit_path)) {
+      tpc_fail(verb, "--lib %s: not an ELF shared library (expected the path of libtlbpack.so)", explicit_path);
       return -1;
     }
     return 0;

@@ -25,6 +25,8 @@ const char *tpc_self_dir(void);
  * executable (build tree), else the installed libdir. Returns 0 and fills `out`, or -1 after
  * printing which paths were tried. */
 int tpc_find_lib(const char *verb, const char *explicit_path, char *out, size_t outsz);
+/* Nonzero when path starts with the ELF magic (a library LD_PRELOAD can load). */
+int tpc_is_elf(const char *path);
 /* Finds a helper executable (tlbsim): next to this one, then the installed bindir, then PATH. */
 int tpc_find_tool(const char *name, char *out, size_t outsz);
 

@@ -22,13 +22,15 @@ static void compare_usage(FILE *out) {
           "usage: tlbpack compare [--cpu PRESET] [--json] [--keep DIR] [--lib PATH] [--jemalloc PATH]\n"
           "                       [--] PROGRAM [ARGS...]\n"
           "\n"
-          "Runs PROGRAM twice under valgrind's lackey tool (--trace-mem=yes), first with jemalloc\n"
-          "preloaded, then with tlbpack preloaded (TLBPACK_CONF=regions:FILE records which of its\n"
-          "ranges are huge pages), and prints tlbsim's side-by-side comparison of the two traces:\n"
+          "Runs PROGRAM twice under valgrind's lackey tool (--trace-mem=yes), first with tlbpack\n"
+          "preloaded (TLBPACK_CONF=regions:FILE records which of its ranges are huge pages), then\n"
+          "with jemalloc, and prints tlbsim's side-by-side comparison of the two traces (A =\n"
+          "jemalloc, B = tlbpack):\n"
           "TLB entries needed, misses, page walks and walk levels saved. jemalloc's memory is\n"
           "simulated on 4 KiB pages (it does not ask for huge pages by default).\n"
-          "Lackey runs programs about 100x slower and its traces take ~20 bytes per access: use\n"
-          "a short run of PROGRAM.\n"
+          "Lackey runs programs about 100x slower and its traces take ~16 bytes per access\n"
+          "(jemalloc's is streamed into tlbsim; tlbpack's sits in a temporary directory until\n"
+          "the end): use a short run of PROGRAM.\n"
           "\n"
           "  --cpu PRESET      tlbsim's TLB preset: core2, skylake, goldencove, zen2, zen3, zen4\n"
           "  --json            tlbsim's comparison as JSON\n"
@@ -40,72 +42,126 @@ static void compare_usage(FILE *out) {
           "Needs valgrind and tlbsim (beside tlbpack, in the installed bindir or on PATH).\n");
 }
 
-/* Runs argv with LD_PRELOAD/TLBPACK_CONF set as given, stdout+stderr to out_path.
- * Returns the exit status (or 128+signal), -1 if it could not start. */
-static int run_logged(char *const argv[], const char *preload, const char *conf, const char *out_path) {
+/* Starts argv with LD_PRELOAD/TLBPACK_CONF as given (NULL: unset) and stdout+stderr sent to
+ * out_path. Returns the pid, or -1. */
+static pid_t spawn_logged(char *const argv[], const char *preload, const char *conf, const char *out_path) {
+  fflush(stdout);
+  fflush(stderr);
   pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    if (preload) setenv("LD_PRELOAD", preload, 1);
-    else unsetenv("LD_PRELOAD");
-    if (conf) setenv("TLBPACK_CONF", conf, 1);
-    else unsetenv("TLBPACK_CONF");
-    execvp(argv[0], argv);
-    fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
+  if (pid != 0) return pid;
+  int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) _exit(126);
+  dup2(fd, 1);
+  dup2(fd, 2);
+  if (preload) setenv("LD_PRELOAD", preload, 1);
+  else unsetenv("LD_PRELOAD");
+  if (conf) setenv("TLBPACK_CONF", conf, 1);
+  else unsetenv("TLBPACK_CONF");
+  execvp(argv[0], argv);
+  fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+  _exit(127);
+}
+
+/* Exit status of pid, 128+signal when killed, -1 when it cannot be waited for. */
+static int wait_status(pid_t pid) {
   int st;
+  if (pid < 0) return -1;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static int trace_one(const char *label, char **prog, const char *dir, const char *preload, const char *conf,
-                     char *trace_out) {
+/* valgrind --tool=lackey --trace-mem=yes --log-file=TRACE PROGRAM ARGS, started in the
+ * background; the program's own output goes to DIR/LABEL.out. */
+static pid_t start_trace(const char *valgrind, const char *label, char **prog, const char *dir,
+                         const char *preload, const char *conf, const char *trace) {
   char log_opt[PATH_MAX + 16], out_path[PATH_MAX];
-  snprintf(trace_out, PATH_MAX, "%s/%s.trace", dir, label);
-  snprintf(log_opt, sizeof log_opt, "--log-file=%s", trace_out);
+  snprintf(log_opt, sizeof log_opt, "--log-file=%s", trace);
   snprintf(out_path, sizeof out_path, "%s/%s.out", dir, label);
   int n = 0;
   while (prog[n]) n++;
   char **argv = calloc((size_t)n + 5, sizeof *argv);
   if (!argv) return -1;
-  argv[0] = "valgrind";
+  argv[0] = (char *)valgrind;
   argv[1] = "--tool=lackey";
   argv[2] = "--trace-mem=yes";
   argv[3] = log_opt;
   for (int i = 0; i < n; i++) argv[4 + i] = prog[i];
   fprintf(stderr, "tlbpack compare: tracing %s with %s (valgrind lackey)...\n", prog[0], label);
-  int st = run_logged(argv, preload, conf, out_path);
+  pid_t pid = spawn_logged(argv, preload, conf, out_path);
   free(argv);
-  if (st == 127 || st < 0) {
-    fprintf(stderr, "tlbpack compare: could not run valgrind on %s (see %s)\n", prog[0], out_path);
+  return pid;
+}
+
+/* Judges a finished trace run; prints why it is unusable. Returns 0 when usable. */
+static int check_trace(int status, const char *label, const char *prog, const char *dir) {
+  if (status < 0 || status == 126 || status == 127) {
+    fprintf(stderr, "tlbpack compare: could not run valgrind for the %s run (see %s/%s.out)\n", label, dir, label);
     return -1;
   }
-  struct stat sb;
-  if (stat(trace_out, &sb) != 0 || sb.st_size == 0) {
-    fprintf(stderr, "tlbpack compare: valgrind wrote no trace for the %s run (see %s)\n", label, out_path);
-    return -1;
+  if (status != 0)
+    fprintf(stderr, "tlbpack compare: note: %s exited with status %d in the %s run (its output: %s/%s.out)\n",
+            prog, status, label, dir, label);
+  return 0;
+}
+
+/* PROGRAM must be runnable before two slow traced runs are started. */
+static int program_runnable(const char *prog) {
+  char path[PATH_MAX];
+  if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+  const char *p = getenv("PATH");
+  while (p && *p) {
+    const char *end = strchr(p, ':');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    snprintf(path, sizeof path, "%.*s/%s", (int)len, len ? p : ".", prog);
+    if (access(path, X_OK) == 0) return 1;
+    if (!end) break;
+    p = end + 1;
   }
-  if (st != 0)
-    fprintf(stderr, "tlbpack compare: note: %s exited with status %d under %s (its output: %s)\n", prog[0], st,
-            label, out_path);
   return 0;
 }
 
 static void remove_dir(const char *dir) {
   static const char *const files[] = {"jemalloc.trace", "jemalloc.out", "tlbpack.trace", "tlbpack.out",
-                                      "tlbpack.regions", NULL};
+                                      "tlbpack.regions", "compare.out", NULL};
   char p[PATH_MAX];
   for (int i = 0; files[i]; i++) {
     snprintf(p, sizeof p, "%s/%s", dir, files[i]);
     unlink(p);
   }
   rmdir(dir);
+}
+
+/* The demand accesses tlbsim counted in each trace, read back from its report (the text's
+ * "accesses (demand)" row, or the "accesses" of "a" then "b" in JSON). Returns 0 when found. */
+static int report_accesses(const char *path, unsigned long long *a, unsigned long long *b) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[512];
+  int found = 0;
+  while (found < 2 && fgets(line, sizeof line, f)) {
+    unsigned long long x, y;
+    if (sscanf(line, "accesses (demand) %llu %llu", &x, &y) == 2) {
+      *a = x, *b = y, found = 2;
+    } else if (sscanf(line, " \"accesses\": %llu", &x) == 1) {
+      if (found++ == 0) *a = x;
+      else *b = x;
+    }
+  }
+  fclose(f);
+  return found == 2 ? 0 : -1;
+}
+
+/* Copies a small file to stdout. */
+static void cat_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[8192];
+  ssize_t n;
+  fflush(stdout);
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    if (write(1, buf, (size_t)n) != n) break;
+  close(fd);
 }
 
 int tpc_cmd_compare(int argc, char **argv) {
@@ -154,6 +210,9 @@ int tpc_cmd_compare(int argc, char **argv) {
   if (je_arg) {
     if (access(je_arg, R_OK) != 0)
       return tpc_fail("compare", "--jemalloc %s: %s (expected the path of libjemalloc.so)", je_arg, strerror(errno));
+    if (!tpc_is_elf(je_arg))
+      return tpc_fail("compare", "--jemalloc %s: not an ELF shared library (expected the path of libjemalloc.so)",
+                      je_arg);
     snprintf(je, sizeof je, "%s", je_arg);
   } else {
     for (int i = 0; jemalloc_candidates[i] && !je[0]; i++)
@@ -161,6 +220,10 @@ int tpc_cmd_compare(int argc, char **argv) {
     if (!je[0])
       return tpc_fail("compare", "libjemalloc.so.2 not found (apt-get install libjemalloc2, or pass --jemalloc PATH)");
   }
+
+  if (!program_runnable(argv[optind]))
+    return tpc_fail("compare", "cannot run '%s': not found%s", argv[optind],
+                    strchr(argv[optind], '/') ? " or not executable" : " on PATH");
 
   char dir[PATH_MAX];
   if (keep) {
@@ -172,16 +235,32 @@ int tpc_cmd_compare(int argc, char **argv) {
     if (!mkdtemp(dir)) return tpc_fail("compare", "cannot create a directory in %s: %s", dir, strerror(errno));
   }
 
-  char je_trace[PATH_MAX], tp_trace[PATH_MAX], regions[PATH_MAX], conf[PATH_MAX + 16];
+  char je_trace[PATH_MAX], tp_trace[PATH_MAX], regions[PATH_MAX], conf[PATH_MAX + 16], sim_out[PATH_MAX];
+  snprintf(je_trace, sizeof je_trace, "%s/jemalloc.trace", dir);
+  snprintf(tp_trace, sizeof tp_trace, "%s/tlbpack.trace", dir);
   snprintf(regions, sizeof regions, "%s/tlbpack.regions", dir);
+  snprintf(sim_out, sizeof sim_out, "%s/compare.out", dir);
   snprintf(conf, sizeof conf, "regions:%s", regions);
-  int rc = TPC_EXIT_FAIL;
-  if (trace_one("jemalloc", argv + optind, dir, je, NULL, je_trace) != 0) goto out;
-  if (trace_one("tlbpack", argv + optind, dir, lib, conf, tp_trace) != 0) goto out;
+  int rc = TPC_EXIT_FAIL, failed_in_run = 1;
+
+  /* tlbpack first: its regions file, written at exit, must exist before tlbsim starts. */
+  if (check_trace(wait_status(start_trace(valgrind, "tlbpack", argv + optind, dir, lib, conf, tp_trace)),
+                  "tlbpack", argv[optind], dir) != 0)
+    goto out;
   if (access(regions, R_OK) != 0) {
     fprintf(stderr, "tlbpack compare: the tlbpack run wrote no regions file (%s): was %s really preloaded?\n",
             regions, lib);
     goto out;
+  }
+
+  /* Without --keep, jemalloc's trace streams through a FIFO straight into tlbsim: lackey
+   * traces take ~16 bytes per access, and this one never has to sit on disk. */
+  int stream = !keep && mkfifo(je_trace, 0600) == 0;
+  pid_t je_pid = -1;
+  if (!stream) {
+    if (check_trace(wait_status(start_trace(valgrind, "jemalloc", argv + optind, dir, je, NULL, je_trace)),
+                    "jemalloc", argv[optind], dir) != 0)
+      goto out;
   }
 
   /* tlbsim [--cpu X] [--json] --compare A [options for A] B [options for B] (tlbsim(1)):
@@ -201,28 +280,61 @@ int tpc_cmd_compare(int argc, char **argv) {
   sim_argv[n++] = "--regions";
   sim_argv[n++] = regions;
   sim_argv[n] = NULL;
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) {
-    rc = tpc_fail("compare", "fork: %s", strerror(errno));
+  pid_t sim_pid = spawn_logged(sim_argv, NULL, NULL, sim_out);
+  if (sim_pid < 0) {
+    fprintf(stderr, "tlbpack compare: cannot start %s: %s\n", tlbsim, strerror(errno));
     goto out;
   }
-  if (pid == 0) {
-    execv(tlbsim, sim_argv);
-    fprintf(stderr, "tlbpack compare: cannot run %s: %s\n", tlbsim, strerror(errno));
-    _exit(127);
+  int je_status = 0, sim_status = -1, sim_done = 0;
+  if (stream) {
+    je_pid = start_trace(valgrind, "jemalloc", argv + optind, dir, je, NULL, je_trace);
+    je_status = wait_status(je_pid);
+    /* If valgrind never opened the FIFO, tlbsim waits in open() (or is about to): open and
+     * close the write end once a reader is there, which hands it an end of file. ENXIO
+     * means no reader yet, or tlbsim is already past this trace: poll until it exits. */
+    for (;;) {
+      int fd = open(je_trace, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) {
+        close(fd);
+        break;
+      }
+      int st;
+      if (errno != ENXIO) break;
+      if (waitpid(sim_pid, &st, WNOHANG) == sim_pid) {
+        sim_done = 1;
+        sim_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        break;
+      }
+      usleep(20000);
+    }
   }
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  if (!sim_done) sim_status = wait_status(sim_pid);
+  if (stream && check_trace(je_status, "jemalloc", argv[optind], dir) != 0) goto out;
+  if (sim_status != 0) {
+    fprintf(stderr, "tlbpack compare: %s --compare failed (status %d):\n", tlbsim, sim_status);
+    cat_file(sim_out);
+    goto out;
   }
-  rc = WIFEXITED(st) ? WEXITSTATUS(st) : TPC_EXIT_FAIL;
-  if (rc != 0) {
-    fprintf(stderr, "tlbpack compare: %s --compare failed (status %d)%s\n", tlbsim, rc,
-            keep ? "" : "; rerun with --keep DIR to look at the traces");
-    rc = TPC_EXIT_FAIL;
+  unsigned long long acc_je, acc_tp;
+  if (report_accesses(sim_out, &acc_je, &acc_tp) == 0 && (acc_je == 0 || acc_tp == 0)) {
+    const char *label = acc_je == 0 ? "jemalloc" : "tlbpack";
+    fprintf(stderr, "tlbpack compare: the %s trace holds no memory accesses: valgrind did not trace %s "
+                    "(see %s/%s.out)\n", label, argv[optind], dir, label);
+    goto out;
   }
+  cat_file(sim_out);
+  rc = 0;
+  failed_in_run = 0;
 out:
-  if (keep) fprintf(stderr, "tlbpack compare: traces, regions and program output kept in %s\n", dir);
-  else remove_dir(dir);
+  if (keep) {
+    fprintf(stderr, "tlbpack compare: traces, regions and program output kept in %s\n", dir);
+  } else if (failed_in_run) {
+    snprintf(je_trace, sizeof je_trace, "%s/jemalloc.trace", dir);
+    unlink(je_trace); /* a FIFO, or a trace too large to leave behind unasked */
+    unlink(tp_trace);
+    fprintf(stderr, "tlbpack compare: program output and regions left in %s for a look\n", dir);
+  } else {
+    remove_dir(dir);
+  }
   return rc;
 }

@@ -40,8 +40,19 @@ static int pages_shared(void **a, size_t na, size_t sa, void **b, size_t nb, siz
   return shared;
 }
 
-static __attribute__((noinline)) void *site_a(size_t n) { return tp_malloc(n); }
-static __attribute__((noinline)) void *site_b(size_t n) { return tp_malloc(n); }
+/* Two allocation sites. noipa keeps identical-code folding from merging them into one, and
+ * the empty asm after the call keeps them from becoming tail jumps (which would make the
+ * caller's call sites the allocation sites instead). */
+static __attribute__((noipa)) void *site_a(size_t n) {
+  void *p = tp_malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+static __attribute__((noipa)) void *site_b(size_t n) {
+  void *p = tp_malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
 
 Test(site, objects_from_two_call_sites_never_share_a_4k_page) {
   enum { N = 3000 };
@@ -167,4 +178,138 @@ Test(group, null_group_means_the_default_placement) {
   void *p = tp_group_malloc(NULL, 10);
   cr_assert(tp_owns(p));
   tp_free(p);
+}
+
+Test(site, groups_are_bounded_and_later_sites_share_group_zero) {
+  unsigned bound = _tp_opt.site_groups, distinct_ids = 0, shared = 0;
+  static unsigned char seen[TP_MAX_GROUPS];
+  for (uintptr_t i = 0; i < bound + 50; i++) {
+    uintptr_t fake_site = 0x400000 + i * 40; /* fake return addresses: no code behind them */
+    unsigned g = _tp_site_group(fake_site);
+    cr_assert_eq(_tp_site_group(fake_site), g, "a site keeps its group");
+    if (g == TP_SHARED_GROUP) shared++;
+    else if (!seen[g]++) distinct_ids++;
+  }
+  cr_assert_leq(distinct_ids, bound);
+  cr_assert_geq(shared, 50);
+}
+
+Test(site, group_none_puts_every_site_in_the_shared_group) {
+  _tp_tc->mode = TP_GROUP_NONE; /* what group:none sets for every thread cache */
+  void *a = site_a(48), *b = site_b(48);
+  cr_assert_eq(_tp_hpage_of(a)->slot_slab[((uintptr_t)a >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
+  cr_assert_eq(_tp_hpage_of(b)->slot_slab[((uintptr_t)b >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
+  cr_assert_eq((uintptr_t)b, (uintptr_t)a + 48, "size-class placement: a=%p b=%p are neighbours", a, b);
+  tp_free(a);
+  tp_free(b);
+}
+
+Test(arena, blocks_of_any_size_follow_each_other_in_allocation_order) {
+  tp_group_t *g = tp_group_create_arena("orders");
+  char *node = tp_group_malloc(g, 64), *key = tp_group_malloc(g, 20), *val = tp_group_malloc(g, 100);
+  cr_assert_eq(key, node + 64, "key right after node");
+  cr_assert_eq(val, key + 32, "value right after the key (rounded to 16 bytes)");
+  cr_assert_eq(tp_malloc_usable_size(key), 32);
+  strcpy(key, "abc");
+  key = tp_group_realloc(g, key, 2000);
+  cr_assert_str_eq(key, "abc");
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 3);
+  cr_assert_eq(st.bytes, 64 + 112 + 2000);
+  tp_free(node);
+  tp_free(key);
+  tp_free(val);
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 0);
+  tp_group_destroy(g);
+}
+
+Test(arena, a_run_goes_back_when_its_last_block_is_freed) {
+  tp_group_t *g = tp_group_create_arena("churn");
+  tp_stats_t before, after;
+  tp_stats_get(&before);
+  for (int round = 0; round < 50; round++) { /* 50 x 1.2 MiB through the arena, all freed */
+    static void *v[3000];
+    for (int i = 0; i < 3000; i++) v[i] = tp_group_malloc(g, 400);
+    for (int i = 0; i < 3000; i++) tp_free(v[i]);
+  }
+  tp_stats_get(&after);
+  cr_assert_lt(after.mapped_bytes, before.mapped_bytes + ((size_t)8 << 20), "runs were not given back");
+  cr_assert_eq(after.live_objects, before.live_objects);
+  tp_group_destroy(g);
+}
+
+Test(arena, calloc_zeroes_and_big_blocks_take_the_normal_path) {
+  tp_group_t *g = tp_group_create_arena("z");
+  for (int i = 0; i < 100; i++) {
+    unsigned char *p = tp_group_malloc(g, 200);
+    memset(p, 0xff, 200);
+    tp_free(p); /* its run is current, so the space is not reused: calloc still zeroes */
+  }
+  unsigned char *z = tp_group_calloc(g, 1, 2000);
+  for (int i = 0; i < 2000; i++) cr_assert_eq(z[i], 0);
+  void *big = tp_group_malloc(g, 100000);
+  cr_assert(tp_owns(big));
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 2);
+  tp_group_destroy(g); /* frees both */
+}
+
+Test(arena, double_free_aborts, .signal = SIGABRT) {
+  tp_group_t *g = tp_group_create_arena("d");
+  void *p = tp_group_malloc(g, 50);
+  void *q = tp_group_malloc(g, 50);
+  (void)q;
+  tp_free(p);
+  tp_free(p);
+}
+
+Test(arena, interior_pointer_aborts, .signal = SIGABRT) {
+  tp_group_t *g = tp_group_create_arena("i");
+  char *p = tp_group_malloc(g, 50);
+  tp_free(p + 8);
+}
+
+static unsigned group_of_block(void *p) {
+  return _tp_hpage_of(p)->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & 31]->group;
+}
+
+static unsigned long long lcg(unsigned long long *s) { return *s = *s * 6364136223846793005ull + 1442695040888963407ull; }
+
+Test(adopt, a_site_that_replaces_an_idle_sites_entries_joins_its_group) {
+  enum { N = 10000 };
+  static void *slot[N];
+  unsigned long long s = 1;
+  for (int i = 0; i < N; i++) slot[i] = site_a(16 + lcg(&s) % 497);
+  unsigned ga = group_of_block(slot[0]);
+  for (int i = 0; i < 400000; i++) {
+    size_t k = (lcg(&s) >> 20) % N;
+    tp_free(slot[k]);
+    slot[k] = site_b(16 + lcg(&s) % 497);
+  }
+  void *probe_a = site_a(100), *probe_b = site_b(100);
+  cr_assert_eq(group_of_block(probe_a), ga, "site A: %u vs %u (alias %u)", group_of_block(probe_a), ga, (unsigned)atomic_load(&_tp_groups[ga]->alias));
+  cr_assert_eq(group_of_block(probe_b), ga, "site B still allocates apart from idle site A's freed space");
+  tp_free(probe_a);
+  tp_free(probe_b);
+  for (int i = 0; i < N; i++) tp_free(slot[i]);
+}
+
+Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
+  enum { N = 60000, RING = 32 };
+  static void *hot[N];
+  void *ring[RING] = {0};
+  for (int i = 0; i < N; i++) {
+    hot[i] = site_a(48 + (i % 3) * 64);
+    int r = i % RING;
+    tp_free(ring[r]);
+    ring[r] = site_b(48 + (i % 5) * 32); /* short-lived, same size range, freed all the time */
+  }
+  unsigned ga = group_of_block(hot[N - 1]), gb = group_of_block(ring[0]);
+  cr_assert_neq(ga, gb);
+  cr_assert_eq(atomic_load(&_tp_groups[ga]->alias), 0, "the hot site joined another group");
+  cr_assert_eq(atomic_load(&_tp_groups[gb]->alias), 0, "the temporaries' site joined another group");
+  for (int i = 0; i < RING; i++) tp_free(ring[i]);
 }

@@ -94,6 +94,21 @@ d = json.load(open(sys.argv[1]))
 assert d["a"]["l1_misses"] == 20 and d["b"]["l1_misses"] == 4, (d["a"]["l1_misses"], d["b"]["l1_misses"])
 PY
 
+# Streaming: peak memory does not grow with trace length (20x more records, same pages).
+python3 - "$SIM" "$GEN" <<'PY' || fail "memory grows with trace length"
+import resource, subprocess, sys
+sim, gen = sys.argv[1], sys.argv[2]
+def peak_kb(n):
+    g = subprocess.Popen([gen, "-n", str(n), "-p", "2048", "--pattern", "random"], stdout=subprocess.PIPE)
+    s = subprocess.run([sim, "-"], stdin=g.stdout, stdout=subprocess.DEVNULL)
+    g.wait()
+    assert s.returncode == 0
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # max over children so far
+small = peak_kb(100000)
+big = peak_kb(2000000)
+assert big < small + 1024, f"peak RSS {small} kB for 100k records, {big} kB for 2M"
+PY
+
 # A real program's lackey trace, piped, when valgrind is installed.
 if command -v valgrind >/dev/null; then
   valgrind --tool=lackey --trace-mem=yes --log-fd=3 /bin/true 3>&1 >/dev/null 2>/dev/null | "$SIM" --json - >"$T/out" 2>"$T/err" \

@@ -17,6 +17,10 @@ Test(config, set_changes_the_named_parameter) {
   cr_assert_eq(ts_config_set(&c, "pwc.l3=16", err, sizeof err), 0);
   cr_assert_eq(ts_config_set(&c, "lat.ref=100", err, sizeof err), 0);
   cr_assert_eq(ts_config_set(&c, "l1i.sizes=4k,2m", err, sizeof err), 0);
+  cr_assert_eq(ts_config_set(&c, "l1d.stores=0", err, sizeof err), 0);
+  cr_assert_eq(ts_config_set(&c, "l2.instr=0", err, sizeof err), 0);
+  cr_expect_eq(c.l1d_stores, 0);
+  cr_expect_eq(c.l2_instr, 0);
   cr_expect_eq(c.tlb[TS_L1D].main.entries, 32);
   cr_expect_eq(c.tlb[TS_L1D].main.ways, 8);
   cr_expect_eq(c.tlb[TS_L1D].policy, TS_POL_PLRU);

@@ -91,6 +91,8 @@ Test(trace, malformed_text_line_names_its_number_and_what_was_expected) {
   BAD("R 1000 99999999999\n", TS_FMT_TEXT, "line 1: expected");
   BAD("R 1000 -1\n", TS_FMT_TEXT, "line 1: expected");
   BAD("C\n", TS_FMT_TEXT, "line 1: expected");
+  BAD("C 18446744073709551616\n", TS_FMT_TEXT, "line 1: expected");   /* 2^64 */
+  BAD("R 1000 4294967296\n", TS_FMT_TEXT, "line 1: expected");        /* 2^32 */
   BAD("R 0xg\n", TS_FMT_TEXT, "line 1: expected");
   BAD("R 1000\nR 2\0\n", TS_FMT_TEXT, "line 2: expected");
 }

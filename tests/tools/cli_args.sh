@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Usage errors of the tlbpack command: exit 2, and the message names the bad argument and what
-# is accepted. Usage: cli_args.sh TLBPACK [alloc/options.c]
+# is accepted. Usage: cli_args.sh TLBPACK alloc/options.c FAKELIB.so
 . "$(dirname "$0")/lib.sh"
-TP=$1 ALLOC_OPTIONS=${2:-}
+TP=$1 ALLOC_OPTIONS=${2:-} FAKE=${3:-}
 
 run "$TP"; expect_rc 2 "no verb"; expect_in err "usage: tlbpack VERB" "no verb"
 run "$TP" frobnicate; expect_rc 2 "unknown verb"; expect_in err "'frobnicate'" "unknown verb"
@@ -30,19 +30,21 @@ run "$TP" run --conf stats -- true; expect_rc 2 "conf item without colon"; expec
 run "$TP" run --conf retain_mb:lots -- true; expect_rc 2 "retain_mb not a number"
 expect_in err "a whole number from 0 to" "retain_mb accepted"
 run "$TP" run --conf sites:0 -- true; expect_rc 2 "sites:0 out of range"; expect_in err "from 1 to 960" "sites range"
-run "$TP" run --conf stats:json,group:thread,numa:interleave,verbose:1,retain_mb:64,regions:/tmp/r,pool:4k,sites:100,exclusive_kb:512,stats:text --dry-run --lib /dev/null -- true
+run "$TP" run --conf stats:json,group:thread,numa:interleave,verbose:1,retain_mb:64,regions:/tmp/r,pool:4k,sites:100,exclusive_kb:512,stats:text --dry-run --lib "$FAKE" -- true
 expect_rc 0 "every documented key is accepted"
 # Every key the allocator's option table knows is known to the command too.
 if [ -n "${ALLOC_OPTIONS:-}" ] && [ -e "$ALLOC_OPTIONS" ]; then
   for key in $(sed -n 's/^ *{"\([a-z_]*\)", K_.*/\1/p' "$ALLOC_OPTIONS"); do
-    run "$TP" run --conf "$key:1" --dry-run --lib /dev/null -- true
+    run "$TP" run --conf "$key:1" --dry-run --lib "$FAKE" -- true
     if printf '%s' "$ERR" | grep -q "is unknown"; then fail "allocator key '$key' is unknown to tlbpack run"
     else ok "allocator key $key known"; fi
   done
 fi
 run "$TP" run --lib /nonexistent/libtlbpack.so -- true; expect_rc 1 "run --lib missing"
 expect_in err "/nonexistent/libtlbpack.so" "run --lib missing named"
-run "$TP" run --lib /dev/null -- /nonexistent/program; expect_rc 127 "run a missing program"
+run "$TP" run --lib /etc/passwd -- true; expect_rc 1 "run --lib not a library"
+expect_in err "not an ELF shared library" "run --lib not a library"
+run "$TP" run --lib "$FAKE" -- /nonexistent/program; expect_rc 127 "run a missing program"
 expect_in err "'/nonexistent/program'" "missing program named"
 
 # pool
@@ -65,5 +67,9 @@ run "$TP" pool release --bogus; expect_rc 2 "release --bogus"; expect_in err "'-
 run "$TP" compare; expect_rc 2 "compare without PROGRAM"; expect_in err "no PROGRAM" "compare without PROGRAM"
 run "$TP" compare --cpu pentium -- true; expect_rc 2 "compare --cpu pentium"
 expect_in err "'pentium'" "bad preset named"; expect_in err "zen4" "bad preset: accepted"
+run "$TP" compare -- /nonexistent/program; expect_rc 1 "compare a missing program"
+expect_in err "'/nonexistent/program'" "compare: missing program named"
+run "$TP" compare -- no-such-program-here; expect_rc 1 "compare a program not on PATH"
+expect_in err "not found on PATH" "compare: program not on PATH"
 run "$TP" compare --wat -- true; expect_rc 2 "compare --wat"; expect_in err "'--wat'" "compare --wat"
 finish

@@ -17,6 +17,9 @@ fi
 command -v valgrind >/dev/null || skip "valgrind not installed"
 ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 >/dev/null 2>&1 || skip "jemalloc not installed"
 
+run "$TP" compare --jemalloc /etc/passwd -- true
+expect_rc 1 "--jemalloc not a library"; expect_in err "not an ELF shared library" "--jemalloc not a library"
+
 run "$TP" compare --cpu zen4 --keep "$T/keep" -- "$PE" --malloc
 expect_rc 0 "compare"
 expect_in out "jemalloc" "compare names jemalloc"; expect_in out "tlbpack" "compare names tlbpack"
@@ -26,7 +29,21 @@ grep -q "hugetlbfs\|thp\| 2m" "$T/keep/tlbpack.regions" && ok "tlbpack regions i
   || echo "note: tlbpack's regions have no 2m range: $(head -3 "$T/keep/tlbpack.regions")"
 [ -s "$T/keep/jemalloc.trace" ] && [ -s "$T/keep/tlbpack.trace" ] && ok "both traces kept" || fail "traces missing"
 
+# Without --keep, jemalloc's trace streams through a FIFO and nothing is left behind.
+export TMPDIR=$T/tmp; mkdir -p "$TMPDIR"
 run "$TP" compare --json -- "$PE" --malloc
 expect_rc 0 "compare --json"
 printf '%s' "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' && ok "--json is JSON" || fail "--json output is not JSON: $OUT"
+[ -z "$(ls -A "$TMPDIR")" ] && ok "no temporary files left" || fail "left behind: $(ls -A "$TMPDIR")"
+
+# A valgrind that fails before opening jemalloc's trace FIFO: a clear error, not a hang.
+mkdir -p "$T/fakebin"
+cat > "$T/fakebin/valgrind" <<EOS
+#!/bin/sh
+case "\$LD_PRELOAD" in *jemalloc*) echo "fake valgrind: failing" >&2; exit 1 ;; esac
+exec $(command -v valgrind) "\$@"
+EOS
+chmod +x "$T/fakebin/valgrind"
+PATH=$T/fakebin:$PATH run timeout 120 "$TP" compare -- "$PE"
+expect_rc 1 "compare when valgrind fails"; expect_in err "the jemalloc trace holds no memory accesses" "valgrind failure reported"
 finish

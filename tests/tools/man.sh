@@ -22,7 +22,7 @@ done
 for verb in "tlbpack run" "tlbpack pool" "tlbpack compare"; do
   printf '%s' "$txt1" | grep -qF "$verb" || fail "tlbpack.1 lacks $verb"
 done
-for opt in --cpu --set --page-size --regions --smaps --levels --nested --format --json; do
+for opt in --cpu --set --page-size --regions --smaps --levels --nested --format --json --compare --label --asid-mode; do
   printf '%s' "$txts" | grep -qF -- "$opt" || fail "tlbsim.1 lacks $opt"
 done
 [ "$FAILS" = 0 ] && ok "man pages cover the API, the conf keys, the verbs and tlbsim's options"

@@ -1,0 +1,125 @@
+/* The heap and thread caches through libtlbpack.a: runs of huge pages, reuse, giving memory
+ * back beyond the retain limit, thread exit and cross-thread frees. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tlbpack.h"
+
+Test(heap, large_blocks_are_runs_of_huge_pages_with_the_alignment_asked_for) {
+  for (size_t n = 1; n <= 5; n++) {
+    void *p = tp_aligned_alloc((size_t)4 << 20, n * TP_HPAGE + 1);
+    cr_assert_not_null(p);
+    cr_assert_eq((uintptr_t)p % ((size_t)4 << 20), 0);
+    tp_hpage_t *h = _tp_hpage_of(p);
+    cr_assert_eq(h->state, TP_HP_LARGE);
+    for (size_t i = 1; i <= n; i++) cr_assert_eq(_tp_hpage_of((char *)p + i * TP_HPAGE)->state, TP_HP_LARGE_TAIL);
+    cr_assert_eq(tp_malloc_usable_size(p), (n + 1) * TP_HPAGE);
+    tp_free(p);
+  }
+}
+
+Test(heap, a_freed_run_is_reused_before_new_address_space) {
+  void *a = tp_malloc(6 << 20);
+  tp_free(a);
+  void *b = tp_malloc(6 << 20);
+  cr_assert_eq(a, b, "freed run at %p not reused (got %p)", a, b);
+  tp_free(b);
+}
+
+Test(heap, heap_memory_is_one_contiguous_range_in_a_fresh_process) {
+  void *p[64];
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < 64; i++) {
+    p[i] = tp_malloc((size_t)(i % 2 ? 3 << 20 : 100));
+    uintptr_t a = (uintptr_t)p[i];
+    if (a < lo) lo = a;
+    if (a > hi) hi = a;
+  }
+  cr_assert_lt(hi - lo, (size_t)1 << 30, "heap spread over %zu bytes", (size_t)(hi - lo));
+  for (int i = 0; i < 64; i++) tp_free(p[i]);
+}
+
+Test(heap, memory_goes_back_beyond_the_retain_limit_after_frees) {
+  enum { N = 200 };
+  static void *p[N];
+  tp_stats_t a, b;
+  for (int i = 0; i < N; i++) {
+    p[i] = tp_malloc(1 << 20); /* medium blocks: 200 MiB in slot runs */
+    memset(p[i], 1, 1 << 20);
+  }
+  tp_stats_get(&a);
+  cr_assert_geq(a.mapped_bytes, (size_t)N << 20);
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+  tp_stats_get(&b);
+  cr_assert_leq(b.mapped_bytes, _tp_opt.retain_bytes + (4u << 20), "mapped %zu after freeing everything",
+                b.mapped_bytes);
+  cr_assert_gt(b.pages_returned, a.pages_returned);
+}
+
+static void *thread_alloc(void *arg) {
+  void **out = arg;
+  for (int i = 0; i < 5000; i++) out[i] = tp_malloc(64);
+  void *junk[3000];
+  for (int i = 0; i < 3000; i++) junk[i] = tp_malloc(200);
+  for (int i = 0; i < 3000; i++) tp_free(junk[i]); /* these sit in the thread's cache at exit */
+  return NULL;
+}
+
+Test(tcache, objects_cached_by_an_exited_thread_go_back_to_their_slabs) {
+  static void *blocks[5000];
+  tp_stats_t before, after;
+  tp_stats_get(&before);
+  pthread_t t;
+  pthread_create(&t, NULL, thread_alloc, blocks);
+  pthread_join(t, NULL);
+  for (int i = 0; i < 5000; i++) tp_free(blocks[i]); /* cross-thread frees */
+  tp_stats_get(&after);
+  cr_assert_eq(after.live_objects, before.live_objects);
+  cr_assert_eq(after.live_bytes, before.live_bytes);
+  /* The exited thread's cache was flushed: its 200-byte class holds no stray objects. */
+  tp_group_t *g = _tp_groups[TP_SHARED_GROUP];
+  (void)g;
+  size_t avail = 0, total = 0;
+  for (unsigned gi = 0; gi < TP_MAX_GROUPS; gi++) {
+    tp_group_t *grp = _tp_groups[gi];
+    if (grp == NULL) continue;
+    tp_bin_t *b = &grp->bins[_tp_class_of(200)];
+    for (tp_slab_t *s = b->partial; s; s = s->next) {
+      avail += s->navail;
+      total += s->nobj;
+    }
+  }
+  cr_assert_eq(avail, total, "%zu of %zu objects of the exited thread's class are missing", total - avail, total);
+}
+
+static void *free_others(void *arg) {
+  void **v = arg;
+  for (int i = 0; i < 20000; i++) tp_free(v[i]);
+  return NULL;
+}
+
+Test(tcache, cross_thread_frees_from_four_threads_neither_leak_nor_corrupt) {
+  enum { T = 4, N = 20000 };
+  static void *v[T][N];
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < N; i++) {
+      v[t][i] = tp_malloc(16 + (size_t)(i % 50) * 8);
+      memset(v[t][i], t + 1, 16);
+    }
+  tp_stats_t mid, end;
+  tp_stats_get(&mid);
+  pthread_t th[T];
+  for (int t = 0; t < T; t++) pthread_create(&th[t], NULL, free_others, v[t]);
+  for (int t = 0; t < T; t++) pthread_join(th[t], NULL);
+  tp_stats_get(&end);
+  cr_assert_eq(mid.live_objects - end.live_objects, (size_t)T * N);
+  /* Every freed block can be handed out again exactly once. */
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < N; i++) v[t][i] = tp_malloc(16 + (size_t)(i % 50) * 8);
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < N; i++) tp_free(v[t][i]); /* a block handed out twice would abort here */
+}

@@ -202,6 +202,11 @@ void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n) {
       target(f, "TLB entries, jemalloc-thp / tlbpack", wl, jt ? tb_ratio(jt->hot_entries, c->hot_entries) : NAN, 20, 1);
       target(f, "ns per lookup, tlbpack / ideal layout", wl, id ? tb_ratio(c->ns_med, id->ns_med) : NAN, 1.1, 0);
       target(f, "ns per lookup, tlbpack / jemalloc (must be < 1)", wl, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 0.999, 0);
+      const tb_cell_t *ar = tb_peer(cells, n, c, "tlbpack-arena");
+      if (ar) {
+        target(f, "TLB entries / floor (tlbpack-arena)", wl, tb_ratio(ar->hot_entries, ar->hot_floor), 1.5, 0);
+        target(f, "ns per lookup, tlbpack-arena / ideal layout", wl, id ? tb_ratio(ar->ns_med, id->ns_med) : NAN, 1.1, 0);
+      }
     }
     if (!strcmp(wl, "chase-warm")) {
       const tb_cell_t *cold = NULL;

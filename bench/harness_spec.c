@@ -43,6 +43,8 @@ const tb_alloc_t tb_allocs[] = {
    "libtlbpack.so", "tlbpack, pool:thp only"},
   {"tlbpack-4k", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:4k,group:site", NULL}, NULL,
    "libtlbpack.so", "tlbpack, pool:4k (placement without huge pages)"},
+  {"tlbpack-arena", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site", NULL}, "--arena", "libtlbpack.so",
+   "tlbpack, hot records in an ordered group (tp_group_create_arena), as a database linking it would"},
   {"ideal", TB_LIB_NONE, NULL, {NULL}, "--ideal", NULL,
    "hot objects bump-allocated from one MAP_HUGETLB region (THP if no pool): the layout limit"},
 };

@@ -19,7 +19,7 @@ typedef struct {
   double timeout_s;
 } tb_opts_t;
 
-static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,ideal";
+static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,tlbpack-arena,ideal";
 
 static void usage(FILE *f) {
   fprintf(f,

@@ -89,12 +89,51 @@ static void *enomem(void) {
 }
 
 /* ---- small, medium, large ------------------------------------------------------------ */
+/* Site adoption (see tp_group_s): called when group g's cache for class c is empty. Returns the
+ * group to allocate from: g, or the idle site group g has joined. */
+static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c, uintptr_t ra) {
+  tp_group_t *grp = _tp_groups[g];
+  unsigned a = atomic_load_explicit(&grp->alias, memory_order_relaxed);
+  if (a == 0 && grp->site != 0) {
+    unsigned h = tc->last_free_g[c];
+    tp_group_t *hg = _tp_groups[h];
+    tp_tgroup_t *tg = tc->groups[h];
+    uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+    /* Evidence, all of it: a site group (not libc's crumbs: it holds real memory) that has
+     * stopped allocating, whose freed blocks of this class fill half this thread's cache,
+     * seen for the same donor several times in a row. */
+    int donor = h != g && hg != NULL && hg->site != 0 && atomic_load(&hg->alias) == 0 && tg != NULL &&
+                tg->bins[c] && tg->bins[c]->count >= tg->bins[c]->cap / 2 &&
+                atomic_load(&hg->slab_bytes) >= _tp_opt.exclusive_bytes &&
+                now - atomic_load(&hg->last_refill) > TP_IDLE_REFILLS;
+    if (!donor) {
+      atomic_store_explicit(&grp->votes, 0, memory_order_relaxed);
+    } else if (atomic_exchange(&grp->vote_for, (uint16_t)h) != h) {
+      atomic_store_explicit(&grp->votes, 1, memory_order_relaxed);
+    } else if (atomic_fetch_add(&grp->votes, 1) + 1 >= TP_ADOPT_VOTES) {
+      uint16_t zero16 = 0;
+      if (atomic_compare_exchange_strong(&grp->alias, &zero16, (uint16_t)h) && _tp_opt.verbose)
+        _tp_message("site group %u (%s) joins idle group %u (%s)", g, grp->name, h, hg->name);
+      a = atomic_load(&grp->alias);
+    }
+  }
+  if (a == 0) return g;
+  if (ra) { /* this thread's site cache follows at once; others on their next slow path */
+    unsigned i = (unsigned)(ra >> 3) & (TP_SITE_CACHE - 1);
+    if (tc->site_ra[i] == ra) tc->site_g[i] = (uint16_t)a;
+  }
+  return a;
+}
+
 static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, int zero) {
   tp_tbin_t *b = _tp_tbin_get(tc, g, c);
   tp_entry_t e;
   if (b != NULL) {
     if (b->count == 0) {
       unsigned want = b->cap / 2 ? b->cap / 2 : 1;
+      atomic_store_explicit(&_tp_groups[g]->last_refill,
+                            atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
       unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want);
       if (n == 0) return enomem();
       /* The cache pops from the top: reverse the batch so blocks come out in address order. */
@@ -236,6 +275,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
 
 static TP_NOINLINE void free_small_slow(tp_slab_t *s, void *p, tp_entry_t e) {
   tp_tcache_t *tc = tcache();
+  tc->last_free_g[s->cls] = s->group;
   tp_tbin_t *b = _tp_tbin_get(tc, s->group, s->cls);
   if (b == NULL) {
     _tp_bin_flush(_tp_groups[s->group], s->cls, &e, 1);
@@ -278,6 +318,7 @@ static inline void free_block(void *p, tp_slab_t **slab_out) {
                 b->count < b->cap)) {
     count_free(tc, s->size);
     b->e[b->count++] = e;
+    tc->last_free_g[s->cls] = s->group;
     return;
   }
   count_free(tcache(), s->size);
@@ -318,6 +359,7 @@ static inline void *malloc_ra(size_t size, uintptr_t ra) {
       count_alloc(tc, _tp_classes[c].size);
       return e.p;
     }
+    if (tc->mode == TP_GROUP_SITE) g = adopt(tc, g, c, ra);
     return alloc_small(tc, g, c, size, 0);
   }
   tc = tcache();

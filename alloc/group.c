@@ -7,6 +7,7 @@
 #include "internal.h"
 
 tp_group_t *_tp_groups[TP_MAX_GROUPS];
+_Atomic uint64_t _tp_refill_clock;
 tp_group_t _tp_shared_group;
 
 static tp_lock_t groups_lock = TP_LOCK_INIT;
@@ -72,7 +73,10 @@ unsigned _tp_site_group(uintptr_t ra) {
   size_t i = site_hash(ra);
   for (unsigned probe = 0; probe < SITE_TABLE; probe++, i = (i + 1) & (SITE_TABLE - 1)) {
     uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_acquire);
-    if (k == ra) return site_val[i];
+    if (k == ra) {
+      unsigned id = site_val[i], a = atomic_load_explicit(&_tp_groups[id]->alias, memory_order_relaxed);
+      return a ? a : id;
+    }
     if (k == 0) break;
   }
   /* Not found: create under the lock (sites past the bound share group 0). */

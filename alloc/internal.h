@@ -212,6 +212,13 @@ struct tp_group_s {
   _Atomic uint32_t gen;  /* bumped by destroy: thread caches drop stale entries */
   _Atomic size_t slab_bytes;
   uintptr_t site;        /* allocation site for site groups */
+  /* Site adoption (alloc.c): a site group that keeps needing fresh memory while the thread
+   * holds freed blocks of an idle site group joins that group (`alias`): one site filled a
+   * structure, another replaces its entries, and the space stays in use. */
+  _Atomic uint16_t alias;
+  _Atomic uint32_t votes;       /* consecutive votes for vote_for */
+  _Atomic uint16_t vote_for;
+  _Atomic uint64_t last_refill; /* _tp_refill_clock at the group's last refill */
   char name[48];
   tp_filler_t filler;    /* hpages this group owns (heap lock) */
   tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first (heap lock) */
@@ -220,6 +227,9 @@ struct tp_group_s {
 };
 
 extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
+extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
+#define TP_IDLE_REFILLS 64 /* a site group that has not refilled in this many refills is idle */
+#define TP_ADOPT_VOTES 4
 extern tp_group_t _tp_shared_group TP_INTERNAL;
 void _tp_groups_init(void) TP_INTERNAL;
 unsigned _tp_site_group(uintptr_t site) TP_INTERNAL;
@@ -293,6 +303,7 @@ typedef struct tp_tcache_s {
   uint16_t site_g[TP_SITE_CACHE];
   uint16_t thread_group;
   int mode;
+  uint16_t last_free_g[TP_NCLASSES]; /* per class, the group of the last block freed here */
   /* counters, folded into the globals at thread exit */
   size_t nmalloc, nfree, bytes_alloc;
   ptrdiff_t live_bytes;   /* may go negative in a thread that frees others' blocks */

@@ -13,7 +13,7 @@ void _tp_options_defaults(tp_options_t *o) {
   o->pool = TP_POOL_AUTO;
   o->group = TP_GROUP_SITE;
   o->numa = TP_NUMA_DEFAULT;
-  o->retain_bytes = (size_t)64 << 20;
+  o->retain_bytes = (size_t)16 << 20;
   o->site_groups = 128;
   o->exclusive_bytes = (size_t)256 << 10;
 }

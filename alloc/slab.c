@@ -119,7 +119,9 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     s->avail[idx >> 6] |= 1ull << (idx & 63);
     if (idx >> 6 < s->avail_hint) s->avail_hint = idx >> 6;
     s->navail++;
-    if (s->navail == s->nobj && b->slabs > 1) {
+    /* An empty slab goes back unless it is the bin's last (kept against thrashing); a group
+     * that joined another allocates no more, so it keeps none. */
+    if (s->navail == s->nobj && (b->slabs > 1 || atomic_load_explicit(&g->alias, memory_order_relaxed))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
       slab_release(g, s);

@@ -31,8 +31,8 @@ void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv) {
   snprintf(c->tlb_source, sizeof c->tlb_source, "%s", (s = tb_kv_get(kv, "tlb_source")) ? s : "none");
   snprintf(c->malloc_from, sizeof c->malloc_from, "%s", (s = tb_kv_get(kv, "malloc_from")) ? s : "?");
   c->detail[0] = 0;
-  const char *dk[] = {"layout", "warm_method", "hit_rate", "traced"};
-  for (int i = 0; i < 4; i++)
+  const char *dk[] = {"layout", "warm_method", "hit_rate"};
+  for (int i = 0; i < 3; i++)
     if ((s = tb_kv_get(kv, dk[i])) && strcmp(s, "malloc") != 0 && strcmp(s, "none") != 0) {
       size_t l = strlen(c->detail);
       snprintf(c->detail + l, sizeof c->detail - l, "%s%s=%s", l ? " " : "", dk[i], s);
@@ -55,7 +55,7 @@ const tb_cell_t *tb_peer(const tb_cell_t *cells, size_t n, const tb_cell_t *c, c
 }
 
 /* ---- derived figures ---------------------------------------------------------------------- */
-enum { F_L1, F_L2, F_WALKS, F_LEVELS_PER_WALK, F_REFS, F_LEVELS };
+enum { F_L1, F_L2, F_WALKS, F_LEVELS_PER_WALK, F_REFS, F_LEVELS, F_PF_WALKS };
 static double simf(const tb_sim_t *s, int what) {
   if (!s->ok) return NAN;
   switch (what) {
@@ -65,6 +65,7 @@ static double simf(const tb_sim_t *s, int what) {
     case F_LEVELS_PER_WALK: return tb_ratio(s->walk_levels, s->walks);
     case F_REFS: return tb_per_k(s->walk_mem_refs, s->accesses);
     case F_LEVELS: return tb_per_k(s->walk_levels, s->accesses);
+    case F_PF_WALKS: return tb_per_k(s->prefetch_walks, s->accesses);
   }
   return NAN;
 }
@@ -83,7 +84,7 @@ void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
     "ns_per_op_max", "spread_pct", "time_vs_jemalloc", "peak_rss_kb", "rss_vs_jemalloc",
     "hot_bytes", "hot_entries", "hot_floor", "entries_vs_floor", "hot_pages_4k", "tlb_source",
     "malloc_from", "detail", "sim_accesses", "l1_miss_per_1k", "l2_miss_per_1k", "walks_per_1k",
-    "walk_levels_per_walk", "walk_refs_per_1k", "distinct_pages_4k", "distinct_pages_2m",
+    "walk_levels_per_walk", "walk_refs_per_1k", "prefetch_walks_per_1k", "distinct_pages_4k", "distinct_pages_2m",
     "page_table_pages", "nested_l2_miss_per_1k", "nested_walks_per_1k",
     "nested_walk_levels_per_walk", "nested_walk_refs_per_1k", "entries_saved_vs_jemalloc",
     "l2_misses_saved_vs_jemalloc", "walks_saved_vs_jemalloc", "walk_levels_saved_vs_jemalloc",
@@ -120,6 +121,7 @@ void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
     row[r++] = NUM(simf(&c->sim, F_WALKS), 2);
     row[r++] = NUM(simf(&c->sim, F_LEVELS_PER_WALK), 2);
     row[r++] = NUM(simf(&c->sim, F_REFS), 2);
+    row[r++] = NUM(simf(&c->sim, F_PF_WALKS), 2);
     row[r++] = NUM(c->sim.ok ? c->sim.distinct_4k : NAN, 0);
     row[r++] = NUM(c->sim.ok ? c->sim.distinct_2m : NAN, 0);
     row[r++] = NUM(c->sim.ok ? c->sim.pt_pages : NAN, 0);
@@ -200,6 +202,11 @@ void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n) {
       target(f, "TLB entries, jemalloc-thp / tlbpack", wl, jt ? tb_ratio(jt->hot_entries, c->hot_entries) : NAN, 20, 1);
       target(f, "ns per lookup, tlbpack / ideal layout", wl, id ? tb_ratio(c->ns_med, id->ns_med) : NAN, 1.1, 0);
       target(f, "ns per lookup, tlbpack / jemalloc (must be < 1)", wl, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 0.999, 0);
+      const tb_cell_t *ar = tb_peer(cells, n, c, "tlbpack-arena");
+      if (ar) {
+        target(f, "TLB entries / floor (tlbpack-arena)", wl, tb_ratio(ar->hot_entries, ar->hot_floor), 1.5, 0);
+        target(f, "ns per lookup, tlbpack-arena / ideal layout", wl, id ? tb_ratio(ar->ns_med, id->ns_med) : NAN, 1.1, 0);
+      }
     }
     if (!strcmp(wl, "chase-warm")) {
       const tb_cell_t *cold = NULL;
@@ -257,6 +264,10 @@ static int plot_one(const char *dir, const char *name, const char *ylabel, metri
   }
   fclose(f);
   int logy = lo > 0 && hi / lo > 20;
+  char yr[96];
+  /* on a log axis the bars start at the decade below the smallest value, so small bars show */
+  if (logy) snprintf(yr, sizeof yr, "set logscale y\nset yrange [%g:*]", pow(10, floor(log10(lo))));
+  else snprintf(yr, sizeof yr, "set yrange [0:*]");
   snprintf(path, sizeof path, "%s/%s.gp", dir, name);
   f = fopen(path, "w");
   if (!f) return 0;
@@ -266,7 +277,7 @@ static int plot_one(const char *dir, const char *name, const char *ylabel, metri
           "set style fill solid 0.8 border -1\nset key outside right top\nset ylabel '%s%s'\n"
           "set grid ytics\nset xtics rotate by -20\n%s\n"
           "plot for [i=2:%zu] '%s/%s.dat' using i:xtic(1) title columnheader(i)\n",
-          dir, name, ylabel, logy ? " (log scale)" : "", logy ? "set logscale y\nset yrange [0.5:*]" : "set yrange [0:*]", na + 1, dir, name);
+          dir, name, ylabel, logy ? " (log scale)" : "", yr, na + 1, dir, name);
   fclose(f);
   char cmd[8400];
   snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>'%s/%s.gnuplot.log'", path, dir, name);

@@ -43,6 +43,8 @@ const tb_alloc_t tb_allocs[] = {
    "libtlbpack.so", "tlbpack, pool:thp only"},
   {"tlbpack-4k", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:4k,group:site", NULL}, NULL,
    "libtlbpack.so", "tlbpack, pool:4k (placement without huge pages)"},
+  {"tlbpack-arena", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site", NULL}, "--arena", "libtlbpack.so",
+   "tlbpack, hot records in an ordered group (tp_group_create_arena), as a database linking it would"},
   {"ideal", TB_LIB_NONE, NULL, {NULL}, "--ideal", NULL,
    "hot objects bump-allocated from one MAP_HUGETLB region (THP if no pool): the layout limit"},
 };
@@ -78,7 +80,7 @@ const tb_workload_t tb_workloads[] = {
    {"--lines 2000", "--lines 100000", "--lines 400000"}, 0, 0,
    "log parsing: interned names, strdup'd values, growing arrays"},
   {"sqlite", "wl_sqlite",
-   {"--rows 100 --trace-rows 20", "--rows 20000 --trace-rows 150", "--rows 100000 --trace-rows 300"}, 0, 0,
+   {"--rows 100 --trace-rows 20", "--rows 20000 --trace-rows 150", "--rows 100000 --trace-rows 200"}, 0, 0,
    "sqlite3 running a script (in-memory table + index); traced with valgrind lackey"},
   {"malloc-st", "wl_malloc",
    {"--ops 20000 --live 1000", "--ops 2000000", "--ops 10000000"}, 0, 0,

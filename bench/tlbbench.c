@@ -19,7 +19,7 @@ typedef struct {
   double timeout_s;
 } tb_opts_t;
 
-static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,ideal";
+static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,tlbpack-arena,ideal";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -298,7 +298,12 @@ int main(int argc, char **argv) {
         tb_kv_t kv;
         const char *why = NULL;
         char line[200], runno[16], status[16], wall[32];
-        if (tb_run(av, env, o.timeout_s, &p) != 0) { snprintf(c->error, sizeof c->error, "cannot start %s", av[0]); c->failures++; continue; }
+        if (tb_run(av, env, o.timeout_s, &p) != 0) {
+          snprintf(c->error, sizeof c->error, "cannot start %s", av[0]);
+          fprintf(stderr, "tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
+          c->failures++;
+          continue;
+        }
         int bad = p.timed_out || p.status != 0 || tb_parse_result(p.out, &kv, &why) != 0;
         if (bad) {
           c->failures++;
@@ -349,8 +354,12 @@ int main(int argc, char **argv) {
         snprintf(c->sim_note, sizeof c->sim_note, "traced run failed: %s", p.err ? first_line(p.err, line, sizeof line) : "cannot start");
       } else {
         struct stat st;
+        tb_kv_t kv;
+        const char *why, *traced = NULL;
+        if (tb_parse_result(p.out, &kv, &why) == 0) traced = tb_kv_get(&kv, "traced");
         if (stat(trace, &st) != 0 || st.st_size <= 16)
-          snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded");
+          snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",
+                   traced ? traced : "");
         else
           simulate(c, tlbsim, o.cpu, trace, smaps, o.timeout_s);
       }

@@ -21,6 +21,7 @@ unsigned long wl_trace_max = 3000000;
 unsigned long wl_seed = 42;
 volatile uint64_t wl_sink;
 long wl_peak_rss_override_kb = -1;
+long wl_hugetlb_override_kb = -1;
 static const char *wl_prog = "workload";
 
 void wl_die(const char *fmt, ...) {
@@ -273,7 +274,7 @@ static long wl_status_kb(const char *key) {
 void wl_result(const char *name, const char *extra, const wl_hotset_t *hs) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  long htlb = wl_status_kb("HugetlbPages:");
+  long htlb = wl_hugetlb_override_kb >= 0 ? wl_hugetlb_override_kb : wl_status_kb("HugetlbPages:");
   long rss = wl_peak_rss_override_kb >= 0 ? wl_peak_rss_override_kb : ru.ru_maxrss;
   printf("RESULT workload=%s %s peak_rss_kb=%ld hugetlb_kb=%ld", name, extra ? extra : "", rss, htlb);
   if (hs)

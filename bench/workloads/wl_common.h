@@ -81,6 +81,7 @@ void wl_result(const char *name, const char *extra, const wl_hotset_t *hs);
 /* When >= 0, reported as peak_rss_kb instead of this process's own (a workload that measures a
  * child program sets it from wait4). */
 extern long wl_peak_rss_override_kb;
+extern long wl_hugetlb_override_kb;  /* likewise for hugetlb_kb */
 
 /* Dies with "PROG: message" on stderr, exit 1 (allocation failure and the like). */
 void wl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "wl_common.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +32,9 @@ typedef struct rec_s {
 
 static unsigned long n_recs = 40000, n_lookups = 2000000, n_cold = 2;
 static int ideal;
+static int arena; /* hot objects from tlbpack's ordered group API, as a database would use it */
+static void *group;
+static void *(*group_malloc)(void *, size_t);
 
 /* ---- the ideal layout: a bump allocator over huge pages ---------------------------------- */
 static char *bump, *bump_end;
@@ -52,7 +56,16 @@ static void ideal_init(size_t bytes) {
   bump_end = bump + len;
 }
 
+static void arena_init(void) {
+  void *(*create)(const char *) = (void *(*)(const char *))dlsym(RTLD_DEFAULT, "tp_group_create_arena");
+  group_malloc = (void *(*)(void *, size_t))dlsym(RTLD_DEFAULT, "tp_group_malloc");
+  if (!create || !group_malloc) wl_die("--arena needs tlbpack preloaded (tp_group_create_arena not found)");
+  group = create("records");
+  if (!group) wl_die("--arena: tp_group_create_arena failed");
+}
+
 static void *hot_alloc(size_t n) {
+  if (arena) return group_malloc(group, n);
   if (!ideal) return malloc(n);
   n = (n + 15) & ~(size_t)15;
   if (bump + n > bump_end) wl_die("ideal layout: region too small");
@@ -98,6 +111,7 @@ int main(int argc, char **argv) {
     {"lookups", "dependent lookups timed", 'u', &n_lookups},
     {"cold", "long-lived cold buffers allocated per record", 'u', &n_cold},
     {"ideal", "hot objects bump-allocated from one huge-page region", 'b', &ideal},
+    {"arena", "hot objects from tlbpack's tp_group_create_arena (tlbpack preloaded)", 'b', &arena},
     {NULL, NULL, 0, NULL}};
   wl_parse_flags("wl_records", argc, argv, flags);
   if (n_recs < 2) wl_die("--records must be at least 2");
@@ -106,6 +120,7 @@ int main(int argc, char **argv) {
   rec_t **recs = mmap(NULL, n_recs * sizeof *recs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (recs == MAP_FAILED) wl_die("no memory for %lu record pointers", n_recs);
   if (ideal) ideal_init(n_recs * (sizeof(rec_t) + 48 + 256 + 32));
+  if (arena) arena_init();
 
   enum { RING = 32 };
   void *ring[RING] = {0};

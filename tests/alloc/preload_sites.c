@@ -8,8 +8,17 @@
 #define N 50000
 static void *a[N], *b[N];
 
-static __attribute__((noinline)) void *hot(size_t n) { return malloc(n); }
-static __attribute__((noinline)) void *cold(size_t n) { return malloc(n); }
+/* noipa: no identical-code folding of the two; the asm: no tail jump (see test_placement.c). */
+static __attribute__((noipa)) void *hot(size_t n) {
+  void *p = malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+static __attribute__((noipa)) void *cold(size_t n) {
+  void *p = malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
 
 static int cmp(const void *x, const void *y) {
   uintptr_t p = *(const uintptr_t *)x, q = *(const uintptr_t *)y;

@@ -40,8 +40,19 @@ static int pages_shared(void **a, size_t na, size_t sa, void **b, size_t nb, siz
   return shared;
 }
 
-static __attribute__((noinline)) void *site_a(size_t n) { return tp_malloc(n); }
-static __attribute__((noinline)) void *site_b(size_t n) { return tp_malloc(n); }
+/* Two allocation sites. noipa keeps identical-code folding from merging them into one, and
+ * the empty asm after the call keeps them from becoming tail jumps (which would make the
+ * caller's call sites the allocation sites instead). */
+static __attribute__((noipa)) void *site_a(size_t n) {
+  void *p = tp_malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+static __attribute__((noipa)) void *site_b(size_t n) {
+  void *p = tp_malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
 
 Test(site, objects_from_two_call_sites_never_share_a_4k_page) {
   enum { N = 3000 };
@@ -259,4 +270,46 @@ Test(arena, interior_pointer_aborts, .signal = SIGABRT) {
   tp_group_t *g = tp_group_create_arena("i");
   char *p = tp_group_malloc(g, 50);
   tp_free(p + 8);
+}
+
+static unsigned group_of_block(void *p) {
+  return _tp_hpage_of(p)->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & 31]->group;
+}
+
+static unsigned long long lcg(unsigned long long *s) { return *s = *s * 6364136223846793005ull + 1442695040888963407ull; }
+
+Test(adopt, a_site_that_replaces_an_idle_sites_entries_joins_its_group) {
+  enum { N = 10000 };
+  static void *slot[N];
+  unsigned long long s = 1;
+  for (int i = 0; i < N; i++) slot[i] = site_a(16 + lcg(&s) % 497);
+  unsigned ga = group_of_block(slot[0]);
+  for (int i = 0; i < 400000; i++) {
+    size_t k = (lcg(&s) >> 20) % N;
+    tp_free(slot[k]);
+    slot[k] = site_b(16 + lcg(&s) % 497);
+  }
+  void *probe_a = site_a(100), *probe_b = site_b(100);
+  cr_assert_eq(group_of_block(probe_a), ga, "site A: %u vs %u (alias %u)", group_of_block(probe_a), ga, (unsigned)atomic_load(&_tp_groups[ga]->alias));
+  cr_assert_eq(group_of_block(probe_b), ga, "site B still allocates apart from idle site A's freed space");
+  tp_free(probe_a);
+  tp_free(probe_b);
+  for (int i = 0; i < N; i++) tp_free(slot[i]);
+}
+
+Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
+  enum { N = 60000, RING = 32 };
+  static void *hot[N];
+  void *ring[RING] = {0};
+  for (int i = 0; i < N; i++) {
+    hot[i] = site_a(48 + (i % 3) * 64);
+    int r = i % RING;
+    tp_free(ring[r]);
+    ring[r] = site_b(48 + (i % 5) * 32); /* short-lived, same size range, freed all the time */
+  }
+  unsigned ga = group_of_block(hot[N - 1]), gb = group_of_block(ring[0]);
+  cr_assert_neq(ga, gb);
+  cr_assert_eq(atomic_load(&_tp_groups[ga]->alias), 0, "the hot site joined another group");
+  cr_assert_eq(atomic_load(&_tp_groups[gb]->alias), 0, "the temporaries' site joined another group");
+  for (int i = 0; i < RING; i++) tp_free(ring[i]);
 }

@@ -59,7 +59,7 @@ Test(options, defaults_when_unset) {
   cr_assert_eq(o.pool, TP_POOL_AUTO);
   cr_assert_eq(o.group, TP_GROUP_SITE);
   cr_assert_eq(o.stats, TP_STATS_OFF);
-  cr_assert_eq(o.retain_bytes, (size_t)64 << 20);
+  cr_assert_eq(o.retain_bytes, (size_t)16 << 20);
 }
 
 Test(options, every_documented_key_is_accepted) {
@@ -83,7 +83,7 @@ Test(options, a_bad_value_warns_naming_the_key_and_keeps_the_default) {
   char w[512] = {0};
   cr_assert_eq(parse(&o, "pool:huge,retain_mb:-3,stats:1", w, sizeof w), 2);
   cr_assert_eq(o.pool, TP_POOL_AUTO);
-  cr_assert_eq(o.retain_bytes, (size_t)64 << 20);
+  cr_assert_eq(o.retain_bytes, (size_t)16 << 20);
   cr_assert_eq(o.stats, TP_STATS_TEXT, "good keys after bad ones still apply");
   cr_assert(strstr(w, "'huge' for key 'pool'") != NULL, "%s", w);
   cr_assert(strstr(w, "auto, hugetlbfs, thp or 4k") != NULL, "%s", w);

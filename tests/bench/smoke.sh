@@ -24,6 +24,12 @@ grep -q '^records,jemalloc,.*libjemalloc.so.2' "$out/res/runs.csv" || fail "jema
 awk -F, '$1=="records" && $2=="jemalloc" { if ($23+0 <= 0 || $10 != "1.000") exit 1 }' "$out/res/summary.csv" \
   || fail "summary row lacks simulator figures or the jemalloc ratio"
 grep -q '| records | jemalloc |' "$out/stdout" || fail "no headline table on stdout"
+# a missing simulator: reported, its columns skipped, the timed cells still there
+"$build/tlbbench" --scale tiny --runs 1 --workloads chase --allocators glibc --tlbsim /nonexistent/tlbsim \
+  --out "$out/res2" >/dev/null 2>"$out/err3" || fail "tlbbench without tlbsim exited $?"
+grep -q "tlbsim not found at /nonexistent/tlbsim" "$out/err3" || fail "missing tlbsim not reported"
+grep -q "simulator columns" "$out/res2/summary.md" || fail "missing tlbsim not listed in summary.md"
+grep -q '^chase,glibc,' "$out/res2/summary.csv" || fail "timed cell dropped without tlbsim"
 # bad input: a clear message, exit 2
 "$build/tlbbench" --allocators jemallox >/dev/null 2>"$out/err2"; rc=$?
 [ $rc = 2 ] && grep -q "unknown allocator 'jemallox'" "$out/err2" || fail "bad allocator name: rc $rc"

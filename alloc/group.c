@@ -109,10 +109,21 @@ out:
   return id;
 }
 
+static uint16_t idle_thread_groups[TP_MAX_GROUPS];
+static unsigned nidle_thread_groups;
+
+void _tp_thread_group_release(unsigned id) {
+  _tp_lock(&groups_lock);
+  if (nidle_thread_groups < TP_MAX_GROUPS) idle_thread_groups[nidle_thread_groups++] = (uint16_t)id;
+  _tp_unlock(&groups_lock);
+}
+
 unsigned _tp_thread_group(void) {
   _tp_lock(&groups_lock);
   unsigned id = TP_SHARED_GROUP;
-  if (nthreads_groups < _tp_opt.site_groups) {
+  if (nidle_thread_groups > 0) {
+    id = idle_thread_groups[--nidle_thread_groups];
+  } else if (nthreads_groups < _tp_opt.site_groups) {
     tp_group_t *g = group_new(NULL);
     if (g) {
       snprintf(g->name, sizeof g->name, "thread:%u", nthreads_groups);
@@ -152,6 +163,9 @@ static tp_group_t *checked(const tp_group_t *g, const char *fn) {
 void tp_group_destroy(tp_group_t *g) {
   if (g == NULL) return;
   checked(g, "tp_group_destroy");
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  _tp_tcache_count_dropped(st.objects, st.bytes);
   atomic_fetch_add(&g->gen, 1); /* thread caches holding its objects drop them */
   _tp_bin_release_all(g);
   _tp_lock(&groups_lock);
@@ -217,7 +231,7 @@ static void gstat_page(tp_hpage_t *h, void *arg) {
     tp_slab_t *s = h->slot_slab[0];
     if (s && s->group == a->g->id && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED)) {
       a->st->objects++;
-      a->st->bytes += s->size;
+      a->st->bytes += (size_t)s->nhpages * TP_HPAGE;
       a->st->huge_pages += s->nhpages;
     }
   }

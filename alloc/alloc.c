@@ -281,7 +281,7 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, void *p, tp_entry_t e) {
     _tp_bin_flush(_tp_groups[s->group], s->cls, &e, 1);
     return;
   }
-  if (b->count == b->cap) _tp_tbin_flush(tc, s->group, s->cls, b, b->cap / 2);
+  if (b->count >= b->limit) _tp_tbin_flush(tc, s->group, s->cls, b, b->limit / 2);
   b->e[b->count++] = e;
   _tp_stats_note_live(0);
 }
@@ -315,7 +315,7 @@ static inline void free_block(void *p, tp_slab_t **slab_out) {
   tp_tgroup_t *tg;
   tp_tbin_t *b;
   if (TP_LIKELY(tc != NULL && (tg = tc->groups[s->group]) != NULL && (b = tg->bins[s->cls]) != NULL &&
-                b->count < b->cap)) {
+                b->count < b->limit)) {
     count_free(tc, s->size);
     b->e[b->count++] = e;
     tc->last_free_g[s->cls] = s->group;

@@ -357,8 +357,8 @@ static long pool_free_pages(void) {
  * before any atfork handler runs). So before the fork, when the pool cannot cover the heap's
  * hugetlb pages, the parent moves them onto anonymous (THP) memory: each page is made
  * read-only, copied, and the copy moved over it with mremap; a thread that writes to the page
- * meanwhile takes a SIGSEGV, which a handler installed for the duration turns into a wait,
- * and its write is retried on the copy. Nothing is lost; later pages come from the pool. */
+ * meanwhile takes a SIGSEGV, which a handler turns into a wait, and its write is retried on
+ * the copy. Nothing is lost; later pages come from the pool. */
 static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_HUGETLBFS; }
 
 static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
@@ -385,7 +385,11 @@ static void segv_wait(int sig, siginfo_t *si, void *uc) {
     segv_old.sa_handler(sig);
     return;
   }
-  sigaction(SIGSEGV, &segv_old, NULL); /* default action: the fault repeats and ends the process */
+  /* Default action: back to it, and the fault repeats and ends the process as it would have. */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGSEGV, &dfl, NULL);
 }
 
 static void move_to_thp(tp_hpage_t *h, void *arg) {
@@ -420,15 +424,23 @@ void _tp_heap_prefork(void) {
   if (need == 0) return;
   long avail = pool_free_pages();
   if (avail >= 0 && (size_t)avail >= need) return;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = segv_wait;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGSEGV, &sa, &segv_old) != 0) return;
+  /* The handler stays once installed: a writer's fault taken during a move may be delivered
+   * after the move is over, and the disposition is read at delivery. Faults that are not a
+   * moved heap page go to the program's previous handler (or its default action). If the
+   * program has installed a handler of its own since, ours goes in front of it again. */
+  struct sigaction cur;
+  if (sigaction(SIGSEGV, NULL, &cur) != 0) return;
+  if (!((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == segv_wait)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = segv_wait;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    segv_old = cur;
+    if (sigaction(SIGSEGV, &sa, NULL) != 0) return;
+  }
   int failed = 0;
   _tp_heap_foreach(move_to_thp, &failed);
-  sigaction(SIGSEGV, &segv_old, NULL);
 }
 
 void _tp_heap_postfork(int child) {

@@ -200,6 +200,7 @@ typedef struct tp_bin_s {
   tp_lock_t lock;
   tp_slab_t *partial;    /* slabs with available objects */
   size_t slabs;
+  uint64_t last_fill;    /* _tp_refill_clock at the last fill */
 } tp_bin_t;
 
 struct tp_group_s {
@@ -292,6 +293,7 @@ void _tp_arena_release(tp_slab_t *s) TP_INTERNAL; /* destroy: the run and its re
 /* ---- thread caches (tcache.c) -------------------------------------------------------- */
 typedef struct tp_tbin_s {
   uint32_t count, cap;
+  uint32_t limit;        /* frees cache up to this many (cap, or less for another thread's group) */
   tp_entry_t e[];
 } tp_tbin_t;
 

@@ -77,10 +77,16 @@ static tp_slab_t *pick_partial(tp_bin_t *b) {
   return best;
 }
 
+static int bin_hot(tp_group_t *g, const tp_bin_t *b) {
+  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  return now - b->last_fill <= TP_IDLE_REFILLS && !atomic_load_explicit(&g->alias, memory_order_relaxed);
+}
+
 unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want) {
   tp_bin_t *b = &g->bins[c];
   unsigned n = 0;
   _tp_lock(&b->lock);
+  b->last_fill = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   while (n < want) {
     tp_slab_t *s = b->partial ? pick_partial(b) : NULL;
     if (s == NULL) {
@@ -119,9 +125,10 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     s->avail[idx >> 6] |= 1ull << (idx & 63);
     if (idx >> 6 < s->avail_hint) s->avail_hint = idx >> 6;
     s->navail++;
-    /* An empty slab goes back unless it is the bin's last (kept against thrashing); a group
-     * that joined another allocates no more, so it keeps none. */
-    if (s->navail == s->nobj && (b->slabs > 1 || atomic_load_explicit(&g->alias, memory_order_relaxed))) {
+    /* An empty slab goes back, unless it is the last of a bin in use (kept against
+     * thrashing): an idle bin (a dead thread's group, a site that joined another) keeps none,
+     * so that empty slabs do not pin huge pages. */
+    if (s->navail == s->nobj && (b->slabs > 1 || !bin_hot(g, b))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
       slab_release(g, s);

@@ -77,9 +77,13 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
   tp_tbin_t *b = tg->bins[c];
   if (b == NULL) {
     unsigned cap = _tp_classes[c].tcache_cap;
+    if (cap == 0) return NULL; /* not cached: callers go to the slab directly */
     b = _tp_meta_alloc(sizeof *b + cap * sizeof(tp_entry_t));
     if (b == NULL) return NULL;
     b->cap = cap;
+    /* Under group:thread, blocks freed into another thread's group are of no use to this
+     * one: they go back to their slabs in small batches instead of pinning them here. */
+    b->limit = (tc->mode == TP_GROUP_THREAD && g != tc->thread_group && cap > 8) ? 8 : cap;
     tg->bins[c] = b;
   }
   return b;

@@ -97,8 +97,12 @@ int tpc_cmd_run(int argc, char **argv) {
   if (old && *old) snprintf(preload, need, "%s:%s", lib, old);
   else snprintf(preload, need, "%s", lib);
 
-  if (setenv("LD_PRELOAD", preload, 1) != 0 || (conf && setenv("TLBPACK_CONF", conf, 1) != 0))
-    return tpc_fail("run", "cannot set the environment: %s", strerror(errno));
+  if (setenv("LD_PRELOAD", preload, 1) != 0 || (conf && setenv("TLBPACK_CONF", conf, 1) != 0)) {
+    int err = errno;
+    free(preload);
+    free(conf);
+    return tpc_fail("run", "cannot set the environment: %s", strerror(err));
+  }
   if (dry) {
     printf("LD_PRELOAD=%s\n", preload);
     printf("TLBPACK_CONF=%s\n", conf ? conf : "");
@@ -110,5 +114,7 @@ int tpc_cmd_run(int argc, char **argv) {
   execvp(argv[optind], argv + optind);
   int err = errno;
   fprintf(stderr, "tlbpack run: cannot run '%s': %s\n", argv[optind], strerror(err));
+  free(preload);
+  free(conf);
   return 127;
 }

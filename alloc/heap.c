@@ -29,7 +29,7 @@ static tp_hpage_t *free_list;        /* reserved, not backed (used before) */
 static tp_hpage_t *empty_list;       /* backed and empty: reused first */
 static size_t nfree_hp, nempty_hp;
 static size_t chunk_bytes = (size_t)1 << 30;
-static uint64_t clock_;
+static void decay(void);
 
 static void push(tp_hpage_t **head, tp_hpage_t *h, int which) {
   h->prev = NULL;
@@ -157,6 +157,7 @@ static void decommit(tp_hpage_t *h) {
 /* One backed, empty hpage: a retained one first (prefer this node's), then address space. */
 static tp_hpage_t *get_hpage(void) {
   tp_hpage_t *h = NULL;
+  decay();
   if (empty_list) {
     int node = _tp_os_current_node() & 7;
     for (tp_hpage_t *e = empty_list; e; e = e->next)
@@ -182,13 +183,31 @@ static tp_hpage_t *get_hpage(void) {
   return h;
 }
 
+/* Retained empty hpages decay: one left unused while the program made TP_DECAY_REFILLS
+ * refills (its allocation clock, not wall time) goes back, so a steady program does not keep
+ * retain_mb of huge pages it no longer needs (jemalloc decays its dirty pages likewise). */
+#define TP_DECAY_REFILLS 4096
+static void decay(void) {
+  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  for (tp_hpage_t *e = empty_list, *next; e; e = next) {
+    next = e->next;
+    if (now - e->last_use > TP_DECAY_REFILLS) {
+      take_off_list(e);
+      decommit(e);
+      push(&free_list, e, TP_LIST_FREE);
+      nfree_hp++;
+    }
+  }
+}
+
 /* An hpage with nothing left on it: retained for reuse, or given back beyond the limit. */
 static void make_empty(tp_hpage_t *h) {
+  decay();
   h->state = TP_HP_EMPTY;
   h->owner = 0;
   h->used_mask = 0;
   h->nused = 0;
-  h->last_use = ++clock_;
+  h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   memset(h->slot_slab, 0, sizeof h->slot_slab);
   if ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
     decommit(h);

@@ -16,13 +16,7 @@ static void lru_hit(ts_array_t *a, uint64_t *set, uint32_t si, uint32_t w) {
 static void lru_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
   (void)si;
   uint64_t *st = a->stamp + (set - a->keys);
-  uint32_t v = 0;
-  uint64_t m = st[0];
-  for (uint32_t w = 1; w < a->ways; w++) {
-    bool lt = st[w] < m;
-    m = lt ? st[w] : m;
-    v = lt ? w : v;
-  }
+  uint32_t v = _ts_lru_victim(a, st);
   set[v] = key;
   st[v] = ++a->clock;
 }

@@ -3,8 +3,14 @@
 #include "internal.h"
 #include "access.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+const uint8_t _ts_op_class1[256] = {['R'] = 1, ['W'] = 2, ['I'] = 3, ['P'] = 4};
+_Static_assert(offsetof(ts_stats_t, writes) == offsetof(ts_stats_t, reads) + 8 &&
+               offsetof(ts_stats_t, ifetches) == offsetof(ts_stats_t, reads) + 16,
+               "reads, writes, ifetches are indexed by op class");
 
 ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
   static const char *const names[] = {"l1i", "l1d", "l2", "l2i"};
@@ -27,8 +33,10 @@ ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
     goto fail;
   }
   s->pm.dflt = cfg->page_size;
-  s->last_key[0] = s->last_key[1] = TS_INVALID;
   s->store_kind = cfg->l1d_stores ? 0 : 2;
+  s->kind_of[0] = 0;
+  s->kind_of[1] = (uint8_t)s->store_kind;
+  s->kind_of[2] = 1;
   s->uniform = true;
   return s;
 fail:
@@ -44,6 +52,7 @@ void ts_sim_free(ts_sim_t *s) {
   _ts_pagemap_free(&s->pm);
   _ts_aspace_free(&s->as);
   _ts_hset_free(&s->touched);
+  _ts_ptmap_free(&s->pt4k);
   free(s);
 }
 
@@ -100,7 +109,6 @@ TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tp
     if (b && _ts_array_lookup(b, page, key)) {
       if (!prefetch) st->l2_hits++;
       if (a) _ts_array_fill(a, page, key);
-      if (mode != TS_BYPASS) s->last_key[instr] = a ? key : TS_INVALID;
       return;
     }
     if (!prefetch) st->l2_misses++;
@@ -118,7 +126,6 @@ TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tp
   _ts_footprint_touch(s, va, ps);
   if (b) _ts_array_fill(b, page, key);
   if (a) _ts_array_fill(a, page, key);
-  if (mode != TS_BYPASS) s->last_key[instr] = a ? key : TS_INVALID;
 }
 
 TS_NOINLINE void _ts_bypass(ts_sim_t *s, uint64_t va, int ps) {
@@ -135,9 +142,8 @@ TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
   ts_array_t *a = s->tlb[TS_L1D].by_size[tps];
-  if (key == s->last_key[0] || (a && _ts_array_lookup(a, page, key))) {
+  if (a && _ts_array_lookup(a, page, key)) {
     s->st.prefetch_hits++;
-    s->last_key[0] = key;
     return;
   }
   _ts_l1_miss(s, va, 0, ps, tps, page, key, TS_PREFETCH);

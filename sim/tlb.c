@@ -8,6 +8,7 @@
 int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, uint64_t seed,
                    char *err, size_t errlen) {
   memset(a, 0, sizeof *a);
+  a->mru = TS_INVALID;
   if (!entries) return 0;
   if (!ways) ways = entries;
   if (ways > entries || entries % ways) {
@@ -18,6 +19,9 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
   a->sets = entries / ways;
   a->pow2 = (a->sets & (a->sets - 1)) == 0;
   a->set_mask = a->sets - 1;
+  a->odd = a->sets;
+  while (!(a->odd & 1)) { a->odd >>= 1; a->odd_shift++; }
+  a->recip = a->odd > 1 && a->odd <= (1u << 19) ? UINT64_MAX / a->odd + 1 : 0;
   a->policy = (uint8_t)policy;
   a->pol = &_ts_policies[policy];
   a->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
@@ -42,7 +46,12 @@ void _ts_array_free(ts_array_t *a) {
   a->stamp = NULL;
 }
 
+uint32_t _ts_lru_victim(const ts_array_t *a, const uint64_t *st) {
+  return _ts_lru_victim_n(st, a->ways);
+}
+
 void _ts_array_flush(ts_array_t *a) {
+  a->mru = TS_INVALID;
   if (!a->keys) return;
   memset(a->keys, 0xff, (size_t)a->sets * a->ways * sizeof *a->keys);   /* TS_INVALID */
   memset(a->meta, 0, (size_t)a->sets * sizeof *a->meta);
@@ -51,6 +60,7 @@ void _ts_array_flush(ts_array_t *a) {
 
 /* A partial flush: entries tagged with one ASID slot (low 12 bits of the key). */
 void _ts_array_flush_slot(ts_array_t *a, uint32_t slot) {
+  a->mru = TS_INVALID;
   if (!a->keys) return;
   size_t n = (size_t)a->sets * a->ways;
   for (size_t i = 0; i < n; i++)

@@ -9,8 +9,8 @@ void _ts_start(ts_sim_t *s);
 extern const uint8_t _ts_op_class1[256];
 /* How a translation enters the miss path. */
 enum { TS_DEMAND = 0, TS_PREFETCH = 1, TS_BYPASS = 2 };
-void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tps, uint64_t page,
-                 uint64_t key, int mode);
+void _ts_l1_miss(ts_sim_t *s, uint64_t va, ts_array_t *a, int instr, int ps, int tps,
+                 uint64_t page, uint64_t key);
 void _ts_bypass(ts_sim_t *s, uint64_t va, int ps);
 void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps);
 void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int kind, int ps);
@@ -23,8 +23,7 @@ static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_
     _ts_bypass(s, va, ps);
     return;
   }
-  int instr = kind, tps = ps;
-  if (TS_UNLIKELY(s->cfg.nested) && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
+  int instr = kind, tps = s->tps_of[ps];
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
   ts_array_t *a = s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
@@ -32,12 +31,12 @@ static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_
     s->st.l1_hits++;
     return;
   }
-  _ts_l1_miss(s, va, instr, ps, tps, page, key, TS_DEMAND);
+  _ts_l1_miss(s, va, a, instr, ps, tps, page, key);
 }
 
 static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
   if (TS_UNLIKELY(!s->started)) _ts_start(s);
-  uint64_t mask = (1ull << (12 + 9 * s->cfg.levels)) - 1, va = addr & mask;
+  uint64_t mask = s->va_mask, va = addr & mask;
   int ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
   /* Branch-free on the op (reads and writes interleave unpredictably in most traces): its
    * class indexes the counters reads, writes, ifetches, prefetches (adjacent in ts_stats_t). */

@@ -63,6 +63,15 @@ typedef struct ts_array_s {
    * largest stamp; tree-PLRU: touching a way twice sets the same bits; random: no state).
    * TS_INVALID after a flush. */
   uint64_t mru;
+  /* Fully associative arrays of more than 16 ways (walk caches, Zen's L1 TLBs) also keep an
+   * open-addressing index key -> way + 1 (0: empty slot), so a lookup probes a slot or two
+   * instead of comparing every way. NULL for the others. */
+  uint32_t *hidx;
+  uint32_t hmask;
+  /* With hidx and LRU, the valid entries also form a recency list (head: most recent), so
+   * the victim (the first empty entry, else the least recent) needs no scan of the stamps. */
+  uint32_t *lnext, *lprev;  /* UINT32_MAX ends the list */
+  uint32_t lhead, ltail, nvalid;
 } ts_array_t;
 
 int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, uint64_t seed,
@@ -106,6 +115,40 @@ static inline int _ts_find_wide(const uint64_t *set, uint32_t ways, uint64_t key
     if (set[w] == key) return (int)w;
   return -1;
 }
+static inline uint32_t _ts_hx_slot(const ts_array_t *a, uint64_t key) {
+  return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & a->hmask;
+}
+static inline int _ts_hx_find(const ts_array_t *a, uint64_t key) {
+  for (uint32_t j = _ts_hx_slot(a, key);; j = (j + 1) & a->hmask) {
+    uint32_t h = a->hidx[j];
+    if (!h) return -1;
+    if (a->keys[h - 1] == key) return (int)h - 1;
+  }
+}
+#define TS_NIL UINT32_MAX
+static inline void _ts_list_unlink(ts_array_t *a, uint32_t i) {
+  uint32_t p = a->lprev[i], n = a->lnext[i];
+  if (p != TS_NIL) a->lnext[p] = n; else a->lhead = n;
+  if (n != TS_NIL) a->lprev[n] = p; else a->ltail = p;
+}
+static inline void _ts_list_push(ts_array_t *a, uint32_t i) {
+  a->lprev[i] = TS_NIL;
+  a->lnext[i] = a->lhead;
+  if (a->lhead != TS_NIL) a->lprev[a->lhead] = i; else a->ltail = i;
+  a->lhead = i;
+}
+static inline void _ts_list_front(ts_array_t *a, uint32_t i) {
+  if (a->lhead == i) return;
+  _ts_list_unlink(a, i);
+  _ts_list_push(a, i);
+}
+/* Puts key into entry i (an index into keys), keeping hidx (and the list) in step. */
+void _ts_array_place_indexed(ts_array_t *a, size_t i, uint64_t key);
+static inline void _ts_array_place(ts_array_t *a, size_t i, uint64_t key) {
+  if (TS_UNLIKELY(a->hidx != NULL)) _ts_array_place_indexed(a, i, key);
+  else a->keys[i] = key;
+}
+
 static inline __attribute__((always_inline)) int _ts_find(const ts_array_t *a, const uint64_t *set, uint64_t key) {
   switch (a->ways) {
   case 1: return _ts_find_n(set, 1, key);
@@ -115,7 +158,7 @@ static inline __attribute__((always_inline)) int _ts_find(const ts_array_t *a, c
   case 8: return _ts_find_n(set, 8, key);
   case 12: return _ts_find_n(set, 12, key);
   case 16: return _ts_find_n(set, 16, key);
-  default: return _ts_find_wide(set, a->ways, key);
+  default: return a->hidx ? _ts_hx_find(a, key) : _ts_find_wide(set, a->ways, key);
   }
 }
 
@@ -128,8 +171,12 @@ static inline __attribute__((always_inline)) bool _ts_array_probe(ts_array_t *a,
   int f = _ts_find(a, a->keys + base, key);
   if (f < 0) return false;
   a->mru = key;
-  if (TS_LIKELY(a->policy == TS_POL_LRU)) a->stamp[base + (uint32_t)f] = ++a->clock;
-  else a->pol->hit(a, a->keys + base, si, (uint32_t)f);
+  if (TS_LIKELY(a->policy == TS_POL_LRU)) {
+    a->stamp[base + (uint32_t)f] = ++a->clock;
+    if (a->lnext) _ts_list_front(a, (uint32_t)f);
+  } else {
+    a->pol->hit(a, a->keys + base, si, (uint32_t)f);
+  }
   return true;
 }
 static inline __attribute__((always_inline)) bool _ts_array_lookup(ts_array_t *a, uint64_t page, uint64_t key) {
@@ -142,9 +189,9 @@ static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_n(const uin
   uint64_t m = st[0];
 #pragma GCC unroll 16
   for (uint32_t w = 1; w < W; w++) {
-    bool lt = st[w] < m;
-    m = lt ? st[w] : m;
-    v = lt ? w : v;
+    uint64_t lt = 0 - (uint64_t)(st[w] < m);   /* masks: the compiler keeps them branch-free */
+    m ^= (m ^ st[w]) & lt;
+    v ^= (v ^ w) & (uint32_t)lt;
   }
   return v;
 }
@@ -163,7 +210,7 @@ static inline __attribute__((always_inline)) void _ts_array_fill(ts_array_t *a, 
     case 16: v = _ts_lru_victim_n(st, 16); break;
     default: v = _ts_lru_victim(a, st); break;
     }
-    a->keys[base + v] = key;
+    _ts_array_place(a, base + v, key);
     st[v] = ++a->clock;
     return;
   }
@@ -266,6 +313,8 @@ struct ts_sim_s {
   ts_ptmap_t pt4k;          /* level-1 directories and the 4K pages touched under each */
   int store_kind;           /* 2 when stores skip the L1 DTLB (l1d.stores=0), else 0 */
   uint8_t kind_of[3];       /* _ts_touch's kind for a read, a write, an instruction fetch */
+  uint8_t tps_of[TS_NSIZES];/* page size held in the TLBs: the smaller of guest and host */
+  uint64_t va_mask;         /* addresses wrap at 12 + 9 * levels bits */
   ts_stats_t st;
 };
 

@@ -37,6 +37,9 @@ ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
   s->kind_of[0] = 0;
   s->kind_of[1] = (uint8_t)s->store_kind;
   s->kind_of[2] = 1;
+  s->va_mask = (1ull << (12 + 9 * cfg->levels)) - 1;
+  for (int ps = 0; ps < TS_NSIZES; ps++)
+    s->tps_of[ps] = (uint8_t)(cfg->nested && cfg->nested - 1 < ps ? cfg->nested - 1 : ps);
   s->uniform = true;
   return s;
 fail:
@@ -91,22 +94,22 @@ void _ts_start(ts_sim_t *s) {
   s->uniform = false;
 }
 
-/* After an L1 miss (or for a prefetch that missed L1): L2, then a walk, then the fills. */
-TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tps,
-                             uint64_t page, uint64_t key, int mode) {
+/* After an L1 miss (or for a prefetch that missed L1): L2, then a walk, then the fills.
+ * a: the L1 array for this page size (NULL: none, or a bypassing store). Inlined into one
+ * copy per mode, so that the demand path carries no prefetch or bypass tests. */
+static inline __attribute__((always_inline)) void l1_miss(ts_sim_t *s, uint64_t va, ts_array_t *a,
+                                                          int instr, int ps, int tps, uint64_t page,
+                                                          uint64_t key, int mode) {
   ts_stats_t *st = &s->st;
   bool prefetch = mode == TS_PREFETCH;
-  /* A bypassing store neither looks up nor fills the L1 DTLB. */
-  ts_array_t *a = mode == TS_BYPASS ? NULL : s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
   if (mode == TS_DEMAND) {
     st->l1_misses++;
-    if (instr) st->l1i_misses++;
-    else st->l1d_misses++;
+    (&st->l1i_misses)[!instr]++;
   }
   ts_tlb_t *l2 = s->l2_for[instr ? 0 : 1];
   ts_array_t *b = l2 ? l2->by_size[tps] : NULL;
   if (l2) {
-    if (b && _ts_array_lookup(b, page, key)) {
+    if (b && _ts_array_probe(b, page, key)) {
       if (!prefetch) st->l2_hits++;
       if (a) _ts_array_fill(a, page, key);
       return;
@@ -128,12 +131,17 @@ TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tp
   if (a) _ts_array_fill(a, page, key);
 }
 
+TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, ts_array_t *a, int instr, int ps, int tps,
+                             uint64_t page, uint64_t key) {
+  l1_miss(s, va, a, instr, ps, tps, page, key, TS_DEMAND);
+}
+
 TS_NOINLINE void _ts_bypass(ts_sim_t *s, uint64_t va, int ps) {
   int tps = ps;
   if (s->cfg.nested && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
   uint64_t page = va >> _ts_shift(tps);
   s->st.l1_bypasses++;
-  _ts_l1_miss(s, va, 0, ps, tps, page, _ts_key(page, tps, s->as.cur_slot), TS_BYPASS);
+  l1_miss(s, va, NULL, 0, ps, tps, page, _ts_key(page, tps, s->as.cur_slot), TS_BYPASS);
 }
 
 TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
@@ -146,7 +154,7 @@ TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
     s->st.prefetch_hits++;
     return;
   }
-  _ts_l1_miss(s, va, 0, ps, tps, page, key, TS_PREFETCH);
+  l1_miss(s, va, a, 0, ps, tps, page, key, TS_PREFETCH);
 }
 
 TS_NOINLINE void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int kind, int ps) {

@@ -26,7 +26,7 @@ static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_
   int instr = kind, tps = s->tps_of[ps];
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
-  ts_array_t *a = s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
+  ts_array_t *a = s->l1_of[instr][tps];
   if (TS_LIKELY(a != NULL) && _ts_array_lookup(a, page, key)) {
     s->st.l1_hits++;
     return;
@@ -47,10 +47,14 @@ static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s,
   }
   (&s->st.reads)[cls]++;
   int kind = s->kind_of[cls];
-  uint64_t last = va + (size ? size - 1 : 0);
+  uint64_t pmask = (1ull << _ts_shift(ps)) - 1;
+  if (TS_LIKELY((va & pmask) + (size ? size : 1) - 1 <= pmask)) {   /* one page */
+    _ts_touch(s, va, kind, ps);
+    return;
+  }
+  uint64_t last = va + (size - 1);   /* size > 0 here */
   if (last > mask || last < va) last = mask;
-  unsigned sh = _ts_shift(ps);
-  if (TS_LIKELY((va >> sh) == (last >> sh))) _ts_touch(s, va, kind, ps);
+  if ((va | pmask) >= last) _ts_touch(s, va, kind, ps);   /* clipped at the top of the space */
   else _ts_straddle(s, va, last, kind, ps);
 }
 

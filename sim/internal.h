@@ -315,6 +315,7 @@ struct ts_sim_s {
   uint8_t kind_of[3];       /* _ts_touch's kind for a read, a write, an instruction fetch */
   uint8_t tps_of[TS_NSIZES];/* page size held in the TLBs: the smaller of guest and host */
   uint64_t va_mask;         /* addresses wrap at 12 + 9 * levels bits */
+  ts_array_t *l1_of[2][TS_NSIZES];  /* [0] data, [1] instructions: the L1 array by page size */
   ts_stats_t st;
 };
 

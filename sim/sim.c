@@ -38,6 +38,10 @@ ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
   s->kind_of[1] = (uint8_t)s->store_kind;
   s->kind_of[2] = 1;
   s->va_mask = (1ull << (12 + 9 * cfg->levels)) - 1;
+  for (int ps = 0; ps < TS_NSIZES; ps++) {
+    s->l1_of[0][ps] = s->tlb[TS_L1D].by_size[ps];
+    s->l1_of[1][ps] = s->tlb[TS_L1I].by_size[ps];
+  }
   for (int ps = 0; ps < TS_NSIZES; ps++)
     s->tps_of[ps] = (uint8_t)(cfg->nested && cfg->nested - 1 < ps ? cfg->nested - 1 : ps);
   s->uniform = true;

@@ -15,6 +15,9 @@
 
 #include "tlbsim.h"
 #include <stdbool.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define TS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TS_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -46,6 +49,7 @@ int _ts_policy_parse(const char *s);   /* lru | tree-plru | plru | random -> TS_
  * Page numbers are below 2^45 (addresses are masked to 57 bits at most). */
 typedef struct ts_array_s {
   uint64_t *keys;         /* sets * ways */
+  uint32_t *tags;         /* a 32-bit fold of each key (_ts_tag32), compared four at a time */
   uint64_t *stamp;        /* LRU: last use of each entry (a per-array clock) */
   uint64_t *meta;         /* per-set policy state (tree-PLRU bits) */
   uint32_t sets, ways;
@@ -98,6 +102,10 @@ static inline uint32_t _ts_set_index(const ts_array_t *a, uint64_t page) {
   return TS_LIKELY(a->pow2) ? (uint32_t)(page & a->set_mask) : _ts_set_index_odd(a, page);
 }
 
+/* A key folded to 32 bits; TS_INVALID folds to 0 (as can a valid key: a tag match is only a
+ * candidate, the key decides). */
+static inline uint32_t _ts_tag32(uint64_t key) { return (uint32_t)(key ^ (key >> 32)); }
+
 /* The way of set holding key, or -1. W is a compile-time constant in the specialised copies
  * (the compare loop unrolls, no branches); the generic copy takes 4 ways per branch. */
 static inline __attribute__((always_inline)) int _ts_find_n(const uint64_t *set, uint32_t W, uint64_t key) {
@@ -147,17 +155,41 @@ void _ts_array_place_indexed(ts_array_t *a, size_t i, uint64_t key);
 static inline void _ts_array_place(ts_array_t *a, size_t i, uint64_t key) {
   if (TS_UNLIKELY(a->hidx != NULL)) _ts_array_place_indexed(a, i, key);
   else a->keys[i] = key;
+  a->tags[i] = _ts_tag32(key);
 }
+
+#ifdef __SSE2__
+/* W a multiple of 4: the set's tags compared four per instruction, then the candidates'
+ * keys (almost always none or one). */
+static inline __attribute__((always_inline)) int _ts_find_tags(const uint32_t *tags, const uint64_t *set,
+                                                               uint32_t W, uint64_t key) {
+  __m128i t = _mm_set1_epi32((int)_ts_tag32(key));
+  uint32_t m = 0;
+#pragma GCC unroll 4
+  for (uint32_t g = 0; g < W / 4; g++) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(tags + 4 * g));
+    m |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, t))) << (4 * g);
+  }
+  for (; m; m &= m - 1) {
+    uint32_t w = (uint32_t)__builtin_ctz(m);
+    if (set[w] == key) return (int)w;
+  }
+  return -1;
+}
+#define TS_FIND_TAGS(W) return _ts_find_tags(a->tags + (set - a->keys), set, W, key)
+#else
+#define TS_FIND_TAGS(W) return _ts_find_n(set, W, key)
+#endif
 
 static inline __attribute__((always_inline)) int _ts_find(const ts_array_t *a, const uint64_t *set, uint64_t key) {
   switch (a->ways) {
   case 1: return _ts_find_n(set, 1, key);
   case 2: return _ts_find_n(set, 2, key);
-  case 4: return _ts_find_n(set, 4, key);
+  case 4: TS_FIND_TAGS(4);
   case 6: return _ts_find_n(set, 6, key);
-  case 8: return _ts_find_n(set, 8, key);
-  case 12: return _ts_find_n(set, 12, key);
-  case 16: return _ts_find_n(set, 16, key);
+  case 8: TS_FIND_TAGS(8);
+  case 12: TS_FIND_TAGS(12);
+  case 16: TS_FIND_TAGS(16);
   default: return a->hidx ? _ts_hx_find(a, key) : _ts_find_wide(set, a->ways, key);
   }
 }

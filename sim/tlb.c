@@ -26,6 +26,8 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
   a->pol = &_ts_policies[policy];
   a->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
   a->keys = malloc((size_t)entries * sizeof *a->keys);
+  a->tags = malloc((size_t)entries * sizeof *a->tags);
+  bool oom = !a->tags;
   a->meta = calloc(a->sets, sizeof *a->meta);
   a->stamp = calloc(entries, sizeof *a->stamp);
   if (a->sets == 1 && a->ways > 16) {
@@ -33,14 +35,14 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
     while (n < 4 * a->ways) n *= 2;
     a->hmask = n - 1;
     a->hidx = calloc(n, sizeof *a->hidx);
-    if (!a->hidx) a->keys = NULL;   /* reported below */
+    if (!a->hidx) oom = true;
     if (policy == TS_POL_LRU) {
       a->lnext = malloc(a->ways * sizeof *a->lnext);
       a->lprev = malloc(a->ways * sizeof *a->lprev);
-      if (!a->lnext || !a->lprev) a->keys = NULL;
+      if (!a->lnext || !a->lprev) oom = true;
     }
   }
-  if (!a->keys || !a->meta || !a->stamp) {
+  if (oom || !a->keys || !a->meta || !a->stamp) {
     _ts_array_free(a);
     _ts_err(err, errlen, "out of memory for a %u-entry array", entries);
     return -1;
@@ -53,11 +55,13 @@ void _ts_array_free(ts_array_t *a) {
   free(a->keys);
   free(a->meta);
   free(a->stamp);
+  free(a->tags);
   free(a->hidx);
   free(a->lnext);
   free(a->lprev);
   a->hidx = NULL;
   a->lnext = a->lprev = NULL;
+  a->tags = NULL;
   a->keys = NULL;
   a->meta = NULL;
   a->stamp = NULL;
@@ -75,6 +79,7 @@ void _ts_array_flush(ts_array_t *a) {
   a->mru = TS_INVALID;
   if (!a->keys) return;
   memset(a->keys, 0xff, (size_t)a->sets * a->ways * sizeof *a->keys);   /* TS_INVALID */
+  memset(a->tags, 0, (size_t)a->sets * a->ways * sizeof *a->tags);       /* its tag */
   memset(a->meta, 0, (size_t)a->sets * sizeof *a->meta);
   memset(a->stamp, 0, (size_t)a->sets * a->ways * sizeof *a->stamp);
   if (a->hidx) memset(a->hidx, 0, ((size_t)a->hmask + 1) * sizeof *a->hidx);
@@ -127,6 +132,7 @@ void _ts_array_flush_slot(ts_array_t *a, uint32_t slot) {
         a->nvalid--;
       }
       a->keys[i] = TS_INVALID;
+      a->tags[i] = 0;
       a->stamp[i] = 0;
     }
 }

@@ -5,10 +5,12 @@
 #include "internal.h"
 
 void _ts_start(ts_sim_t *s);
+/* 1 + the op's class: 'R' 0, 'W' 1, 'I' 2, 'P' 3; 0 for anything else. */
+extern const uint8_t _ts_op_class1[256];
 /* How a translation enters the miss path. */
 enum { TS_DEMAND = 0, TS_PREFETCH = 1, TS_BYPASS = 2 };
-void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tps, uint64_t page,
-                 uint64_t key, int mode);
+void _ts_l1_miss(ts_sim_t *s, uint64_t va, ts_array_t *a, int instr, int ps, int tps,
+                 uint64_t page, uint64_t key);
 void _ts_bypass(ts_sim_t *s, uint64_t va, int ps);
 void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps);
 void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int kind, int ps);
@@ -21,39 +23,38 @@ static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_
     _ts_bypass(s, va, ps);
     return;
   }
-  int instr = kind, tps = ps;
-  if (TS_UNLIKELY(s->cfg.nested) && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
+  int instr = kind, tps = s->tps_of[ps];
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
-  if (key == s->last_key[instr]) {
-    s->st.l1_hits++;
-    return;
-  }
-  ts_array_t *a = s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
+  ts_array_t *a = s->l1_of[instr][tps];
   if (TS_LIKELY(a != NULL) && _ts_array_lookup(a, page, key)) {
     s->st.l1_hits++;
-    s->last_key[instr] = key;
     return;
   }
-  _ts_l1_miss(s, va, instr, ps, tps, page, key, TS_DEMAND);
+  _ts_l1_miss(s, va, a, instr, ps, tps, page, key);
 }
 
 static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
   if (TS_UNLIKELY(!s->started)) _ts_start(s);
-  uint64_t mask = (1ull << (12 + 9 * s->cfg.levels)) - 1, va = addr & mask;
+  uint64_t mask = s->va_mask, va = addr & mask;
   int ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
-  int kind = 0;
-  switch (op) {
-  case 'R': s->st.reads++; break;
-  case 'W': s->st.writes++; kind = s->store_kind; break;
-  case 'I': s->st.ifetches++; kind = 1; break;
-  case 'P': s->st.prefetches++; _ts_prefetch(s, va, ps); return;
-  default: return;
+  /* Branch-free on the op (reads and writes interleave unpredictably in most traces): its
+   * class indexes the counters reads, writes, ifetches, prefetches (adjacent in ts_stats_t). */
+  unsigned cls = _ts_op_class1[(unsigned char)op] - 1u;   /* other ops: UINT_MAX */
+  if (TS_UNLIKELY(cls >= 3)) {
+    if (cls == 3) { s->st.prefetches++; _ts_prefetch(s, va, ps); }
+    return;
   }
-  uint64_t last = va + (size ? size - 1 : 0);
+  (&s->st.reads)[cls]++;
+  int kind = s->kind_of[cls];
+  uint64_t pmask = (1ull << _ts_shift(ps)) - 1;
+  if (TS_LIKELY((va & pmask) + (size ? size : 1) - 1 <= pmask)) {   /* one page */
+    _ts_touch(s, va, kind, ps);
+    return;
+  }
+  uint64_t last = va + (size - 1);   /* size > 0 here */
   if (last > mask || last < va) last = mask;
-  unsigned sh = _ts_shift(ps);
-  if (TS_LIKELY((va >> sh) == (last >> sh))) _ts_touch(s, va, kind, ps);
+  if ((va | pmask) >= last) _ts_touch(s, va, kind, ps);   /* clipped at the top of the space */
   else _ts_straddle(s, va, last, kind, ps);
 }
 

@@ -168,11 +168,76 @@ static inline uint64_t fkey(uint32_t tag, uint32_t space, uint64_t num) {
   return ((uint64_t)tag << 60) | ((uint64_t)space << 45) | (num & ((1ull << 45) - 1));
 }
 
+void _ts_ptmap_free(ts_ptmap_t *m) {
+  free(m->keys);
+  free(m->idx);
+  free(m->bits);
+  memset(m, 0, sizeof *m);
+}
+
+/* The bitmap of a level-1 directory (key nonzero); *created when it is new. */
+static uint64_t *ptmap_bits(ts_ptmap_t *m, uint64_t key, bool *created) {
+  *created = false;
+  if (key == m->last_key) return m->bits + 8 * (size_t)m->last_idx;
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 64;
+    uint64_t *k2 = calloc(cap, sizeof *k2);
+    uint32_t *i2 = calloc(cap, sizeof *i2);
+    if (!k2 || !i2) abort();   /* bounded by the footprint, as in _ts_hset_insert */
+    for (size_t i = 0; i < m->cap; i++) {
+      if (!m->keys[i]) continue;
+      size_t j = hslot(m->keys[i], cap - 1);
+      while (k2[j]) j = (j + 1) & (cap - 1);
+      k2[j] = m->keys[i];
+      i2[j] = m->idx[i];
+    }
+    free(m->keys);
+    free(m->idx);
+    m->keys = k2;
+    m->idx = i2;
+    m->cap = cap;
+  }
+  size_t mask = m->cap - 1, j = hslot(key, mask);
+  while (m->keys[j] && m->keys[j] != key) j = (j + 1) & mask;
+  if (!m->keys[j]) {
+    if (m->n == m->bcap) {
+      size_t bcap = m->bcap ? 2 * m->bcap : 64;
+      uint64_t *b = realloc(m->bits, bcap * 8 * sizeof *b);
+      if (!b) abort();
+      m->bits = b;
+      m->bcap = bcap;
+    }
+    memset(m->bits + 8 * m->n, 0, 8 * sizeof *m->bits);
+    m->keys[j] = key;
+    m->idx[j] = (uint32_t)m->n++;
+    *created = true;
+  }
+  m->last_key = key;
+  m->last_idx = m->idx[j];
+  return m->bits + 8 * (size_t)m->idx[j];
+}
+
+/* Counts a new page and the new directories above it. A 4K page's level-1 directory and its
+ * bit live in pt4k (the directory exists exactly when some 4K page under it was touched);
+ * 2M and 1G pages and the directories above level 1 are keys in the touched set. */
 void _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps) {
   uint32_t sp = s->as.cur_space;
-  if (!_ts_hset_insert(&s->touched, fkey(1 + (uint32_t)ps, sp, va >> _ts_shift(ps)))) return;
-  s->st.distinct_pages[ps]++;
-  for (int k = ps + 1; k <= s->cfg.levels; k++) {
+  int k = ps + 1;
+  if (ps == TS_PS_4K && s->cfg.levels > 1) {
+    bool created;
+    uint64_t *b = ptmap_bits(&s->pt4k, fkey(4 + 1, sp, va >> 21), &created);
+    uint64_t bit = 1ull << ((va >> 12) & 63), *w = &b[(va >> 18) & 7];
+    if (*w & bit) return;
+    *w |= bit;
+    s->st.distinct_pages[ps]++;
+    if (!created) return;
+    s->st.pt_pages[1]++;
+    k = 2;
+  } else {
+    if (!_ts_hset_insert(&s->touched, fkey(1 + (uint32_t)ps, sp, va >> _ts_shift(ps)))) return;
+    s->st.distinct_pages[ps]++;
+  }
+  for (; k <= s->cfg.levels; k++) {
     /* A new directory's parent may exist already; an existing one means all above exist. */
     uint64_t dir = k == s->cfg.levels ? 0 : va >> (12 + 9 * k);
     if (!_ts_hset_insert(&s->touched, fkey(4 + (uint32_t)k, sp, dir))) break;
@@ -248,7 +313,6 @@ int ts_context_switch(ts_sim_t *s, uint64_t asid) {
   int64_t id = space_id(as, asid);
   if (id < 0) return -1;
   s->st.context_switches++;
-  s->last_key[0] = s->last_key[1] = TS_INVALID;
   as->cur_asid = asid;
   as->cur_space = (uint32_t)id;
   if (s->cfg.asid_mode == TS_ASID_FLUSH) {

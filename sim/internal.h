@@ -15,6 +15,9 @@
 
 #include "tlbsim.h"
 #include <stdbool.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define TS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TS_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -40,18 +43,39 @@ extern const ts_policy_t _ts_policies[TS_NPOLICIES];
 int _ts_policy_parse(const char *s);   /* lru | tree-plru | plru | random -> TS_POL_* or -1 */
 
 /* ---- set-associative array ------------------------------------------------------------ */
-/* An entry's key: page number << 14 | page-size code << 12 | ASID slot. */
+/* An entry's key: page number << 14 | page-size code << 12 | ASID slot. Keys are the tags:
+ * one contiguous array (TS_INVALID marks an empty way), the replacement state (LRU stamps,
+ * tree-PLRU bits) lies apart so that a lookup reads only the set's keys.
+ * Page numbers are below 2^45 (addresses are masked to 57 bits at most). */
 typedef struct ts_array_s {
   uint64_t *keys;         /* sets * ways */
+  uint32_t *tags;         /* a 32-bit fold of each key (_ts_tag32), compared four at a time */
   uint64_t *stamp;        /* LRU: last use of each entry (a per-array clock) */
   uint64_t *meta;         /* per-set policy state (tree-PLRU bits) */
   uint32_t sets, ways;
   uint64_t set_mask;      /* sets - 1 when sets is a power of two */
   bool pow2;
   uint8_t policy;
+  uint8_t odd_shift;      /* sets = odd << odd_shift when not a power of two */
+  uint32_t odd;
+  uint64_t recip;         /* floor(2^64 / odd) + 1 (exact for odd <= 2^19), or 0: divide */
   const ts_policy_t *pol;
   uint64_t rng;           /* random policy state */
   uint64_t clock;         /* LRU */
+  /* The key of the last hit or fill: that entry is present and most recently used in its
+   * set, so looking it up again is a hit that changes no policy state (LRU: it keeps the
+   * largest stamp; tree-PLRU: touching a way twice sets the same bits; random: no state).
+   * TS_INVALID after a flush. */
+  uint64_t mru;
+  /* Fully associative arrays of more than 16 ways (walk caches, Zen's L1 TLBs) also keep an
+   * open-addressing index key -> way + 1 (0: empty slot), so a lookup probes a slot or two
+   * instead of comparing every way. NULL for the others. */
+  uint32_t *hidx;
+  uint32_t hmask;
+  /* With hidx and LRU, the valid entries also form a recency list (head: most recent), so
+   * the victim (the first empty entry, else the least recent) needs no scan of the stamps. */
+  uint32_t *lnext, *lprev;  /* UINT32_MAX ends the list */
+  uint32_t lhead, ltail, nvalid;
 } ts_array_t;
 
 int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, uint64_t seed,
@@ -63,31 +87,166 @@ void _ts_array_flush_slot(ts_array_t *a, uint32_t slot);
 static inline uint64_t _ts_key(uint64_t page, int ps, uint32_t slot) {
   return (page << 14) | ((uint64_t)ps << 12) | slot;
 }
-static inline uint32_t _ts_set_index(const ts_array_t *a, uint64_t page) {
-  return a->pow2 ? (uint32_t)(page & a->set_mask) : (uint32_t)(page % a->sets);
+/* page % sets without a division: sets = odd << k, so the remainder is
+ * ((page >> k) % odd) << k | (page & (2^k - 1)); the odd part by a reciprocal multiply.
+ * With q = floor(x * recip / 2^64) and x < 2^45, the error of x * recip / 2^64 against x / odd
+ * is below x * odd / (odd * 2^64) < 2^-19 <= 1 / odd, so q = floor(x / odd) exactly. */
+static inline uint32_t _ts_set_index_odd(const ts_array_t *a, uint64_t page) {
+  uint64_t x = page >> a->odd_shift, lo = page & ((1ull << a->odd_shift) - 1);
+  uint64_t q = TS_LIKELY(a->recip && x < (1ull << 45))
+                   ? (uint64_t)(((unsigned __int128)x * a->recip) >> 64)
+                   : x / a->odd;
+  return (uint32_t)(((x - q * a->odd) << a->odd_shift) | lo);
 }
-/* Looks key up; on a hit updates the policy state. The inlined hot path: the compare loop has
- * no early exit (branch-free for small sets) and LRU's update is inline; other policies are
- * called through the table. */
-static inline __attribute__((always_inline)) bool _ts_array_lookup(ts_array_t *a, uint64_t page, uint64_t key) {
+static inline uint32_t _ts_set_index(const ts_array_t *a, uint64_t page) {
+  return TS_LIKELY(a->pow2) ? (uint32_t)(page & a->set_mask) : _ts_set_index_odd(a, page);
+}
+
+/* A key folded to 32 bits; TS_INVALID folds to 0 (as can a valid key: a tag match is only a
+ * candidate, the key decides). */
+static inline uint32_t _ts_tag32(uint64_t key) { return (uint32_t)(key ^ (key >> 32)); }
+
+/* The way of set holding key, or -1. W is a compile-time constant in the specialised copies
+ * (the compare loop unrolls, no branches); the generic copy takes 4 ways per branch. */
+static inline __attribute__((always_inline)) int _ts_find_n(const uint64_t *set, uint32_t W, uint64_t key) {
+  uint32_t m = 0;
+#pragma GCC unroll 16
+  for (uint32_t w = 0; w < W; w++) m |= (uint32_t)(set[w] == key) << w;
+  return __builtin_ffs((int)m) - 1;
+}
+static inline int _ts_find_wide(const uint64_t *set, uint32_t ways, uint64_t key) {
+  uint32_t w = 0;
+  for (; w + 4 <= ways; w += 4)
+    if ((set[w] == key) | (set[w + 1] == key) | (set[w + 2] == key) | (set[w + 3] == key))
+      return (int)w + _ts_find_n(set + w, 4, key);
+  for (; w < ways; w++)
+    if (set[w] == key) return (int)w;
+  return -1;
+}
+static inline uint32_t _ts_hx_slot(const ts_array_t *a, uint64_t key) {
+  return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & a->hmask;
+}
+static inline int _ts_hx_find(const ts_array_t *a, uint64_t key) {
+  for (uint32_t j = _ts_hx_slot(a, key);; j = (j + 1) & a->hmask) {
+    uint32_t h = a->hidx[j];
+    if (!h) return -1;
+    if (a->keys[h - 1] == key) return (int)h - 1;
+  }
+}
+#define TS_NIL UINT32_MAX
+static inline void _ts_list_unlink(ts_array_t *a, uint32_t i) {
+  uint32_t p = a->lprev[i], n = a->lnext[i];
+  if (p != TS_NIL) a->lnext[p] = n; else a->lhead = n;
+  if (n != TS_NIL) a->lprev[n] = p; else a->ltail = p;
+}
+static inline void _ts_list_push(ts_array_t *a, uint32_t i) {
+  a->lprev[i] = TS_NIL;
+  a->lnext[i] = a->lhead;
+  if (a->lhead != TS_NIL) a->lprev[a->lhead] = i; else a->ltail = i;
+  a->lhead = i;
+}
+static inline void _ts_list_front(ts_array_t *a, uint32_t i) {
+  if (a->lhead == i) return;
+  _ts_list_unlink(a, i);
+  _ts_list_push(a, i);
+}
+/* Puts key into entry i (an index into keys), keeping hidx (and the list) in step. */
+void _ts_array_place_indexed(ts_array_t *a, size_t i, uint64_t key);
+static inline void _ts_array_place(ts_array_t *a, size_t i, uint64_t key) {
+  if (TS_UNLIKELY(a->hidx != NULL)) _ts_array_place_indexed(a, i, key);
+  else a->keys[i] = key;
+  a->tags[i] = _ts_tag32(key);
+}
+
+#ifdef __SSE2__
+/* W a multiple of 4: the set's tags compared four per instruction, then the candidates'
+ * keys (almost always none or one). */
+static inline __attribute__((always_inline)) int _ts_find_tags(const uint32_t *tags, const uint64_t *set,
+                                                               uint32_t W, uint64_t key) {
+  __m128i t = _mm_set1_epi32((int)_ts_tag32(key));
+  uint32_t m = 0;
+#pragma GCC unroll 4
+  for (uint32_t g = 0; g < W / 4; g++) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(tags + 4 * g));
+    m |= (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, t))) << (4 * g);
+  }
+  for (; m; m &= m - 1) {
+    uint32_t w = (uint32_t)__builtin_ctz(m);
+    if (set[w] == key) return (int)w;
+  }
+  return -1;
+}
+#define TS_FIND_TAGS(W) return _ts_find_tags(a->tags + (set - a->keys), set, W, key)
+#else
+#define TS_FIND_TAGS(W) return _ts_find_n(set, W, key)
+#endif
+
+static inline __attribute__((always_inline)) int _ts_find(const ts_array_t *a, const uint64_t *set, uint64_t key) {
+  switch (a->ways) {
+  case 1: return _ts_find_n(set, 1, key);
+  case 2: return _ts_find_n(set, 2, key);
+  case 4: TS_FIND_TAGS(4);
+  case 6: return _ts_find_n(set, 6, key);
+  case 8: TS_FIND_TAGS(8);
+  case 12: TS_FIND_TAGS(12);
+  case 16: TS_FIND_TAGS(16);
+  default: return a->hidx ? _ts_hx_find(a, key) : _ts_find_wide(set, a->ways, key);
+  }
+}
+
+/* Looks key up; on a hit updates the policy state (LRU inline, the others through the
+ * table). _ts_array_probe skips the check against mru: where a repeat is as likely as not
+ * (an L1 lookup in a trace mixing streams), that branch mispredicts more than it saves. */
+static inline __attribute__((always_inline)) bool _ts_array_probe(ts_array_t *a, uint64_t page, uint64_t key) {
   uint32_t si = _ts_set_index(a, page);
   size_t base = (size_t)si * a->ways;
-  const uint64_t *set = a->keys + base;
-  int f = -1;
-  if (a->ways <= 8) {
-    for (uint32_t w = 0; w < a->ways; w++) f = set[w] == key ? (int)w : f;
-  } else {
-    for (uint32_t w = 0; w < a->ways; w++)
-      if (set[w] == key) { f = (int)w; break; }
-  }
+  int f = _ts_find(a, a->keys + base, key);
   if (f < 0) return false;
-  if (TS_LIKELY(a->policy == TS_POL_LRU)) a->stamp[base + (uint32_t)f] = ++a->clock;
-  else a->pol->hit(a, a->keys + base, si, (uint32_t)f);
+  a->mru = key;
+  if (TS_LIKELY(a->policy == TS_POL_LRU)) {
+    a->stamp[base + (uint32_t)f] = ++a->clock;
+    if (a->lnext) _ts_list_front(a, (uint32_t)f);
+  } else {
+    a->pol->hit(a, a->keys + base, si, (uint32_t)f);
+  }
   return true;
 }
-static inline void _ts_array_fill(ts_array_t *a, uint64_t page, uint64_t key) {
+static inline __attribute__((always_inline)) bool _ts_array_lookup(ts_array_t *a, uint64_t page, uint64_t key) {
+  return key == a->mru || _ts_array_probe(a, page, key);
+}
+
+/* LRU victim: the first entry with the smallest stamp (empty entries have stamp 0). */
+static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_n(const uint64_t *st, uint32_t W) {
+  uint32_t v = 0;
+  uint64_t m = st[0];
+#pragma GCC unroll 16
+  for (uint32_t w = 1; w < W; w++) {
+    uint64_t lt = 0 - (uint64_t)(st[w] < m);   /* masks: the compiler keeps them branch-free */
+    m ^= (m ^ st[w]) & lt;
+    v ^= (v ^ w) & (uint32_t)lt;
+  }
+  return v;
+}
+uint32_t _ts_lru_victim(const ts_array_t *a, const uint64_t *st);
+static inline __attribute__((always_inline)) void _ts_array_fill(ts_array_t *a, uint64_t page, uint64_t key) {
   uint32_t si = _ts_set_index(a, page);
-  a->pol->fill(a, a->keys + (size_t)si * a->ways, si, key);
+  size_t base = (size_t)si * a->ways;
+  a->mru = key;
+  if (TS_LIKELY(a->policy == TS_POL_LRU)) {
+    uint64_t *st = a->stamp + base;
+    uint32_t v;
+    switch (a->ways) {
+    case 4: v = _ts_lru_victim_n(st, 4); break;
+    case 8: v = _ts_lru_victim_n(st, 8); break;
+    case 12: v = _ts_lru_victim_n(st, 12); break;
+    case 16: v = _ts_lru_victim_n(st, 16); break;
+    default: v = _ts_lru_victim(a, st); break;
+    }
+    _ts_array_place(a, base + v, key);
+    st[v] = ++a->clock;
+    return;
+  }
+  a->pol->fill(a, a->keys + base, si, key);
 }
 
 /* A TLB: arrays by page size (several sizes may share the main array). */
@@ -146,6 +305,19 @@ typedef struct ts_hset_s { uint64_t *slots; size_t cap, n; } ts_hset_t;
 bool _ts_hset_insert(ts_hset_t *h, uint64_t key);   /* true when key was new */
 void _ts_hset_free(ts_hset_t *h);
 
+/* The 4K pages touched under each page table (level-1 directory): an open-addressing map from
+ * a level-1 directory's footprint key to a 512-bit bitmap. A walk then tests one bit in a
+ * small, hot table instead of probing a set of every page; memory grows with the footprint. */
+typedef struct ts_ptmap_s {
+  uint64_t *keys;        /* cap slots, 0 = empty */
+  uint32_t *idx;         /* bitmap number of each slot */
+  uint64_t *bits;        /* 8 words per bitmap */
+  size_t cap, n, bcap;
+  uint64_t last_key;     /* the previous lookup, 0 = none */
+  uint32_t last_idx;
+} ts_ptmap_t;
+void _ts_ptmap_free(ts_ptmap_t *m);
+
 /* Hardware ASID slots for TS_ASID_TAGGED, and dense ids for software address spaces. */
 typedef struct ts_aspace_s {
   uint64_t *slot_asid;      /* software ASID held by each hardware slot */
@@ -169,12 +341,13 @@ struct ts_sim_s {
   bool uniform;             /* no ranges loaded: every address has cfg.page_size */
   bool started;
   ts_aspace_t as;
-  ts_hset_t touched;        /* distinct pages and page-table directories (footprint keys) */
-  /* The key of the last lookup in each L1 TLB ([0] data, [1] instructions). It is in the TLB
-   * and most recent in its set, so a repeat is a hit that changes no policy state (for every
-   * policy). Reset by flushes. */
-  uint64_t last_key[2];
+  ts_hset_t touched;        /* distinct 2M/1G pages and directories above level 1 (footprint keys) */
+  ts_ptmap_t pt4k;          /* level-1 directories and the 4K pages touched under each */
   int store_kind;           /* 2 when stores skip the L1 DTLB (l1d.stores=0), else 0 */
+  uint8_t kind_of[3];       /* _ts_touch's kind for a read, a write, an instruction fetch */
+  uint8_t tps_of[TS_NSIZES];/* page size held in the TLBs: the smaller of guest and host */
+  uint64_t va_mask;         /* addresses wrap at 12 + 9 * levels bits */
+  ts_array_t *l1_of[2][TS_NSIZES];  /* [0] data, [1] instructions: the L1 array by page size */
   ts_stats_t st;
 };
 

@@ -16,14 +16,8 @@ static void lru_hit(ts_array_t *a, uint64_t *set, uint32_t si, uint32_t w) {
 static void lru_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
   (void)si;
   uint64_t *st = a->stamp + (set - a->keys);
-  uint32_t v = 0;
-  uint64_t m = st[0];
-  for (uint32_t w = 1; w < a->ways; w++) {
-    bool lt = st[w] < m;
-    m = lt ? st[w] : m;
-    v = lt ? w : v;
-  }
-  set[v] = key;
+  uint32_t v = _ts_lru_victim(a, st);
+  _ts_array_place(a, (size_t)(set - a->keys) + v, key);
   st[v] = ++a->clock;
 }
 
@@ -57,7 +51,7 @@ static void plru_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
     }
     v = lo;
   }
-  set[v] = key;
+  _ts_array_place(a, (size_t)(set - a->keys) + v, key);
   plru_touch(a, si, v);
 }
 
@@ -74,8 +68,8 @@ static uint64_t rnd_next(ts_array_t *a) {
 static void rnd_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
   (void)si;
   for (uint32_t w = 0; w < a->ways; w++)
-    if (set[w] == TS_INVALID) { set[w] = key; return; }
-  set[(rnd_next(a) >> 32) % a->ways] = key;
+    if (set[w] == TS_INVALID) { _ts_array_place(a, (size_t)(set - a->keys) + w, key); return; }
+  _ts_array_place(a, (size_t)(set - a->keys) + (rnd_next(a) >> 32) % a->ways, key);
 }
 
 const ts_policy_t _ts_policies[TS_NPOLICIES] = {

@@ -3,8 +3,14 @@
 #include "internal.h"
 #include "access.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+const uint8_t _ts_op_class1[256] = {['R'] = 1, ['W'] = 2, ['I'] = 3, ['P'] = 4};
+_Static_assert(offsetof(ts_stats_t, writes) == offsetof(ts_stats_t, reads) + 8 &&
+               offsetof(ts_stats_t, ifetches) == offsetof(ts_stats_t, reads) + 16,
+               "reads, writes, ifetches are indexed by op class");
 
 ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
   static const char *const names[] = {"l1i", "l1d", "l2", "l2i"};
@@ -27,8 +33,17 @@ ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
     goto fail;
   }
   s->pm.dflt = cfg->page_size;
-  s->last_key[0] = s->last_key[1] = TS_INVALID;
   s->store_kind = cfg->l1d_stores ? 0 : 2;
+  s->kind_of[0] = 0;
+  s->kind_of[1] = (uint8_t)s->store_kind;
+  s->kind_of[2] = 1;
+  s->va_mask = (1ull << (12 + 9 * cfg->levels)) - 1;
+  for (int ps = 0; ps < TS_NSIZES; ps++) {
+    s->l1_of[0][ps] = s->tlb[TS_L1D].by_size[ps];
+    s->l1_of[1][ps] = s->tlb[TS_L1I].by_size[ps];
+  }
+  for (int ps = 0; ps < TS_NSIZES; ps++)
+    s->tps_of[ps] = (uint8_t)(cfg->nested && cfg->nested - 1 < ps ? cfg->nested - 1 : ps);
   s->uniform = true;
   return s;
 fail:
@@ -44,6 +59,7 @@ void ts_sim_free(ts_sim_t *s) {
   _ts_pagemap_free(&s->pm);
   _ts_aspace_free(&s->as);
   _ts_hset_free(&s->touched);
+  _ts_ptmap_free(&s->pt4k);
   free(s);
 }
 
@@ -82,25 +98,24 @@ void _ts_start(ts_sim_t *s) {
   s->uniform = false;
 }
 
-/* After an L1 miss (or for a prefetch that missed L1): L2, then a walk, then the fills. */
-TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tps,
-                             uint64_t page, uint64_t key, int mode) {
+/* After an L1 miss (or for a prefetch that missed L1): L2, then a walk, then the fills.
+ * a: the L1 array for this page size (NULL: none, or a bypassing store). Inlined into one
+ * copy per mode, so that the demand path carries no prefetch or bypass tests. */
+static inline __attribute__((always_inline)) void l1_miss(ts_sim_t *s, uint64_t va, ts_array_t *a,
+                                                          int instr, int ps, int tps, uint64_t page,
+                                                          uint64_t key, int mode) {
   ts_stats_t *st = &s->st;
   bool prefetch = mode == TS_PREFETCH;
-  /* A bypassing store neither looks up nor fills the L1 DTLB. */
-  ts_array_t *a = mode == TS_BYPASS ? NULL : s->tlb[instr ? TS_L1I : TS_L1D].by_size[tps];
   if (mode == TS_DEMAND) {
     st->l1_misses++;
-    if (instr) st->l1i_misses++;
-    else st->l1d_misses++;
+    (&st->l1i_misses)[!instr]++;
   }
   ts_tlb_t *l2 = s->l2_for[instr ? 0 : 1];
   ts_array_t *b = l2 ? l2->by_size[tps] : NULL;
   if (l2) {
-    if (b && _ts_array_lookup(b, page, key)) {
+    if (b && _ts_array_probe(b, page, key)) {
       if (!prefetch) st->l2_hits++;
       if (a) _ts_array_fill(a, page, key);
-      if (mode != TS_BYPASS) s->last_key[instr] = a ? key : TS_INVALID;
       return;
     }
     if (!prefetch) st->l2_misses++;
@@ -118,7 +133,11 @@ TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, int instr, int ps, int tp
   _ts_footprint_touch(s, va, ps);
   if (b) _ts_array_fill(b, page, key);
   if (a) _ts_array_fill(a, page, key);
-  if (mode != TS_BYPASS) s->last_key[instr] = a ? key : TS_INVALID;
+}
+
+TS_NOINLINE void _ts_l1_miss(ts_sim_t *s, uint64_t va, ts_array_t *a, int instr, int ps, int tps,
+                             uint64_t page, uint64_t key) {
+  l1_miss(s, va, a, instr, ps, tps, page, key, TS_DEMAND);
 }
 
 TS_NOINLINE void _ts_bypass(ts_sim_t *s, uint64_t va, int ps) {
@@ -126,7 +145,7 @@ TS_NOINLINE void _ts_bypass(ts_sim_t *s, uint64_t va, int ps) {
   if (s->cfg.nested && s->cfg.nested - 1 < ps) tps = s->cfg.nested - 1;
   uint64_t page = va >> _ts_shift(tps);
   s->st.l1_bypasses++;
-  _ts_l1_miss(s, va, 0, ps, tps, page, _ts_key(page, tps, s->as.cur_slot), TS_BYPASS);
+  l1_miss(s, va, NULL, 0, ps, tps, page, _ts_key(page, tps, s->as.cur_slot), TS_BYPASS);
 }
 
 TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
@@ -135,12 +154,11 @@ TS_NOINLINE void _ts_prefetch(ts_sim_t *s, uint64_t va, int ps) {
   uint64_t page = va >> _ts_shift(tps);
   uint64_t key = _ts_key(page, tps, s->as.cur_slot);
   ts_array_t *a = s->tlb[TS_L1D].by_size[tps];
-  if (key == s->last_key[0] || (a && _ts_array_lookup(a, page, key))) {
+  if (a && _ts_array_lookup(a, page, key)) {
     s->st.prefetch_hits++;
-    s->last_key[0] = key;
     return;
   }
-  _ts_l1_miss(s, va, 0, ps, tps, page, key, TS_PREFETCH);
+  l1_miss(s, va, a, 0, ps, tps, page, key, TS_PREFETCH);
 }
 
 TS_NOINLINE void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int kind, int ps) {

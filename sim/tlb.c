@@ -8,6 +8,7 @@
 int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, uint64_t seed,
                    char *err, size_t errlen) {
   memset(a, 0, sizeof *a);
+  a->mru = TS_INVALID;
   if (!entries) return 0;
   if (!ways) ways = entries;
   if (ways > entries || entries % ways) {
@@ -18,13 +19,30 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
   a->sets = entries / ways;
   a->pow2 = (a->sets & (a->sets - 1)) == 0;
   a->set_mask = a->sets - 1;
+  a->odd = a->sets;
+  while (!(a->odd & 1)) { a->odd >>= 1; a->odd_shift++; }
+  a->recip = a->odd > 1 && a->odd <= (1u << 19) ? UINT64_MAX / a->odd + 1 : 0;
   a->policy = (uint8_t)policy;
   a->pol = &_ts_policies[policy];
   a->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
   a->keys = malloc((size_t)entries * sizeof *a->keys);
+  a->tags = malloc((size_t)entries * sizeof *a->tags);
+  bool oom = !a->tags;
   a->meta = calloc(a->sets, sizeof *a->meta);
   a->stamp = calloc(entries, sizeof *a->stamp);
-  if (!a->keys || !a->meta || !a->stamp) {
+  if (a->sets == 1 && a->ways > 16) {
+    uint32_t n = 64;
+    while (n < 4 * a->ways) n *= 2;
+    a->hmask = n - 1;
+    a->hidx = calloc(n, sizeof *a->hidx);
+    if (!a->hidx) oom = true;
+    if (policy == TS_POL_LRU) {
+      a->lnext = malloc(a->ways * sizeof *a->lnext);
+      a->lprev = malloc(a->ways * sizeof *a->lprev);
+      if (!a->lnext || !a->lprev) oom = true;
+    }
+  }
+  if (oom || !a->keys || !a->meta || !a->stamp) {
     _ts_array_free(a);
     _ts_err(err, errlen, "out of memory for a %u-entry array", entries);
     return -1;
@@ -37,25 +55,84 @@ void _ts_array_free(ts_array_t *a) {
   free(a->keys);
   free(a->meta);
   free(a->stamp);
+  free(a->tags);
+  free(a->hidx);
+  free(a->lnext);
+  free(a->lprev);
+  a->hidx = NULL;
+  a->lnext = a->lprev = NULL;
+  a->tags = NULL;
   a->keys = NULL;
   a->meta = NULL;
   a->stamp = NULL;
 }
 
+uint32_t _ts_lru_victim(const ts_array_t *a, const uint64_t *st) {
+  if (!a->lnext) return _ts_lru_victim_n(st, a->ways);
+  if (a->nvalid == a->ways) return a->ltail;   /* full: the least recent, as the stamps say */
+  uint32_t w = 0;                              /* else the first empty entry (stamp 0) */
+  while (a->keys[w] != TS_INVALID) w++;
+  return w;
+}
+
 void _ts_array_flush(ts_array_t *a) {
+  a->mru = TS_INVALID;
   if (!a->keys) return;
   memset(a->keys, 0xff, (size_t)a->sets * a->ways * sizeof *a->keys);   /* TS_INVALID */
+  memset(a->tags, 0, (size_t)a->sets * a->ways * sizeof *a->tags);       /* its tag */
   memset(a->meta, 0, (size_t)a->sets * sizeof *a->meta);
   memset(a->stamp, 0, (size_t)a->sets * a->ways * sizeof *a->stamp);
+  if (a->hidx) memset(a->hidx, 0, ((size_t)a->hmask + 1) * sizeof *a->hidx);
+  a->lhead = a->ltail = TS_NIL;
+  a->nvalid = 0;
+}
+
+/* Linear probing with backward-shift deletion: removing the old key of entry i moves later
+ * members of its probe run up, so lookups never need tombstones. */
+static void hx_erase(ts_array_t *a, uint64_t key) {
+  uint32_t m = a->hmask, j = _ts_hx_slot(a, key);
+  while (a->hidx[j] && a->keys[a->hidx[j] - 1] != key) j = (j + 1) & m;
+  if (!a->hidx[j]) return;
+  uint32_t hole = j;
+  for (uint32_t k = (j + 1) & m; a->hidx[k]; k = (k + 1) & m) {
+    uint32_t home = _ts_hx_slot(a, a->keys[a->hidx[k] - 1]);
+    /* k's entry may fill the hole unless its home lies cyclically in (hole, k]. */
+    if (((k - home) & m) >= ((k - hole) & m)) {
+      a->hidx[hole] = a->hidx[k];
+      hole = k;
+    }
+  }
+  a->hidx[hole] = 0;
+}
+
+void _ts_array_place_indexed(ts_array_t *a, size_t i, uint64_t key) {
+  if (a->keys[i] != TS_INVALID) {
+    hx_erase(a, a->keys[i]);
+    if (a->lnext) _ts_list_unlink(a, (uint32_t)i);
+  } else {
+    a->nvalid++;
+  }
+  if (a->lnext) _ts_list_push(a, (uint32_t)i);
+  a->keys[i] = key;
+  uint32_t j = _ts_hx_slot(a, key);
+  while (a->hidx[j]) j = (j + 1) & a->hmask;
+  a->hidx[j] = (uint32_t)i + 1;
 }
 
 /* A partial flush: entries tagged with one ASID slot (low 12 bits of the key). */
 void _ts_array_flush_slot(ts_array_t *a, uint32_t slot) {
+  a->mru = TS_INVALID;
   if (!a->keys) return;
   size_t n = (size_t)a->sets * a->ways;
   for (size_t i = 0; i < n; i++)
     if (a->keys[i] != TS_INVALID && (a->keys[i] & 0xfff) == slot) {
+      if (a->hidx) {
+        hx_erase(a, a->keys[i]);
+        if (a->lnext) _ts_list_unlink(a, (uint32_t)i);
+        a->nvalid--;
+      }
       a->keys[i] = TS_INVALID;
+      a->tags[i] = 0;
       a->stamp[i] = 0;
     }
 }

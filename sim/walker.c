@@ -42,12 +42,24 @@ void _ts_pwcs_flush_slot(ts_pwcs_t *p, uint32_t slot) {
   for (int k = 0; k <= TS_MAX_LEVELS; k++) _ts_array_flush_slot(&p->level[k], slot);
 }
 
+/* A walk-cache lookup: one set (fully associative), always LRU. */
+static inline __attribute__((always_inline)) bool pwc_lookup(ts_array_t *a, uint64_t key) {
+  if (key == a->mru) return true;
+  int f = a->hidx ? _ts_hx_find(a, key) : _ts_find(a, a->keys, key);
+  if (f < 0) return false;
+  a->mru = key;
+  a->stamp[f] = ++a->clock;
+  if (a->lnext) _ts_list_front(a, (uint32_t)f);
+  return true;
+}
+
 /* Returns the level whose entry is read first (top if nothing is cached). */
-static int pwc_start(ts_pwcs_t *p, uint64_t va, int leaf, int top, uint32_t slot, bool *hit) {
+static inline __attribute__((always_inline)) int pwc_start(ts_pwcs_t *p, uint64_t va, int leaf,
+                                                           int top, uint32_t slot, bool *hit) {
   for (int k = leaf + 1; k <= top; k++) {
     if (!p->on[k]) continue;
     uint64_t pre = va >> (12 + 9 * (k - 1));
-    if (_ts_array_lookup(&p->level[k], pre, _ts_key(pre, 0, slot))) {
+    if (pwc_lookup(&p->level[k], _ts_key(pre, 0, slot))) {
       *hit = true;
       return k - 1;
     }
@@ -56,7 +68,8 @@ static int pwc_start(ts_pwcs_t *p, uint64_t va, int leaf, int top, uint32_t slot
   return top;
 }
 
-static void pwc_fill(ts_pwcs_t *p, uint64_t va, int leaf, int start, uint32_t slot) {
+static inline __attribute__((always_inline)) void pwc_fill(ts_pwcs_t *p, uint64_t va, int leaf,
+                                                           int start, uint32_t slot) {
   for (int k = leaf + 1; k <= start; k++) {
     if (!p->on[k]) continue;
     uint64_t pre = va >> (12 + 9 * (k - 1));

@@ -72,7 +72,7 @@ const tb_workload_t tb_workloads[] = {
   {"chase-warm", "wl_chase",
    {"--nodes 500 --steps 20000 --warm 8", "--nodes 100000 --steps 1000000 --warm 8",
     "--nodes 200000 --steps 3000000 --warm 8"}, 0, 1,
-   "the same list, warming the node 8 steps ahead (tp_warm when exported, else prefetch)"},
+   "the same list with a jump pointer per node, warming the node 8 steps ahead (tp_warm when exported, else prefetch): overlaps cache and TLB misses alike"},
   {"lru", "wl_lru",
    {"--capacity 200 --ops 5000", "--capacity 50000 --ops 300000", "--capacity 100000 --ops 1000000"}, 0, 0,
    "LRU cache (hash + list) under churn, skewed keys"},

@@ -277,7 +277,7 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, void *p, tp_entry_t e) {
   tp_tcache_t *tc = tcache();
   tc->last_free_g[s->cls] = s->group;
   tp_tbin_t *b = _tp_tbin_get(tc, s->group, s->cls);
-  if (b == NULL) {
+  if (b == NULL || b->limit == 0) {
     _tp_bin_flush(_tp_groups[s->group], s->cls, &e, 1);
     return;
   }

@@ -126,9 +126,10 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     if (idx >> 6 < s->avail_hint) s->avail_hint = idx >> 6;
     s->navail++;
     /* An empty slab goes back, unless it is the last of a bin in use (kept against
-     * thrashing): an idle bin (a dead thread's group, a site that joined another) keeps none,
-     * so that empty slabs do not pin huge pages. */
-    if (s->navail == s->nobj && (b->slabs > 1 || !bin_hot(g, b))) {
+     * thrashing) and holds many objects: an idle bin (a dead thread's group, a site that
+     * joined another) keeps none, nor do classes of a few large objects per slab, so that
+     * empty slabs do not pin huge pages. */
+    if (s->navail == s->nobj && (b->slabs > 1 || s->nobj < 8 || !bin_hot(g, b))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
       slab_release(g, s);

@@ -82,8 +82,10 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
     if (b == NULL) return NULL;
     b->cap = cap;
     /* Under group:thread, blocks freed into another thread's group are of no use to this
-     * one: they go back to their slabs in small batches instead of pinning them here. */
-    b->limit = (tc->mode == TP_GROUP_THREAD && g != tc->thread_group && cap > 8) ? 8 : cap;
+     * one: small ones go back to their slabs in small batches, larger ones (above 1 KiB)
+     * at once, instead of pinning slabs here. */
+    b->limit = cap;
+    if (tc->mode == TP_GROUP_THREAD && g != tc->thread_group) b->limit = cap >= 64 ? 8 : 0;
     tg->bins[c] = b;
   }
   return b;

@@ -150,7 +150,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   }
   mark_live(e);
   count_alloc(tc, _tp_classes[c].size);
-  _tp_stats_note_live(0);
+  _tp_stats_note_live();
   if (zero) memset(e.p, 0, size);
   return e.p;
 }
@@ -183,7 +183,7 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   size_t bytes = atomic_fetch_add(&grp->slab_bytes, s->size) + s->size;
   if (!grp->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE) grp->exclusive = 1;
   count_alloc(tc, s->size);
-  _tp_stats_note_live(0);
+  _tp_stats_note_live();
   if (zero && !zeroed) memset(mem, 0, size);
   return mem;
 }
@@ -212,7 +212,7 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
   h->owner = (uint16_t)g;
   __atomic_store_n(&h->slot_slab[0], s, __ATOMIC_RELEASE);
   count_alloc(tc, n * TP_HPAGE);
-  _tp_stats_note_live(0);
+  _tp_stats_note_live();
   if (zero && !zeroed) memset(mem, 0, size);
   return mem;
 }
@@ -231,7 +231,7 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
     void *p = _tp_arena_alloc(grp, req, zero, &usable);
     if (p == NULL) return enomem();
     count_alloc(tc, usable);
-    _tp_stats_note_live(0);
+    _tp_stats_note_live();
     return p;
   }
   if (align > 16) {
@@ -254,7 +254,7 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
 static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   if (s->kind == TP_SLAB_ARENA) {
     count_free(tcache(), _tp_arena_free(s, p));
-    _tp_stats_note_live(0);
+    _tp_stats_note_live();
     return;
   }
   if ((uintptr_t)p != s->base) invalid_free(p, "points inside a block, not at its start");
@@ -270,7 +270,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
     _tp_heap_free_large(s->hp, s->nhpages);
   }
   _tp_meta_free(s, TP_BIG_META);
-  _tp_stats_note_live(0);
+  _tp_stats_note_live();
 }
 
 static TP_NOINLINE void free_small_slow(tp_slab_t *s, void *p, tp_entry_t e) {
@@ -283,7 +283,7 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, void *p, tp_entry_t e) {
   }
   if (b->count >= b->limit) _tp_tbin_flush(tc, s->group, s->cls, b, b->limit / 2);
   b->e[b->count++] = e;
-  _tp_stats_note_live(0);
+  _tp_stats_note_live();
 }
 
 static TP_NOINLINE _Noreturn void free_unknown(void *p, tp_hpage_t *h) {
@@ -293,7 +293,7 @@ static TP_NOINLINE _Noreturn void free_unknown(void *p, tp_hpage_t *h) {
   invalid_free(p, "not a live block (already freed, or never handed out)");
 }
 
-static inline void free_block(void *p, tp_slab_t **slab_out) {
+static inline void free_block(void *p) {
   tp_hpage_t *h = _tp_hpage_of(p);
   tp_slab_t *s = h ? __atomic_load_n(&h->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)],
                                      __ATOMIC_ACQUIRE)
@@ -323,11 +323,10 @@ static inline void free_block(void *p, tp_slab_t **slab_out) {
   }
   count_free(tcache(), s->size);
   free_small_slow(s, p, e);
-  (void)slab_out;
 }
 
 void _tp_free_checked(void *p) {
-  if (p) free_block(p, NULL);
+  if (p) free_block(p);
 }
 
 size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
@@ -371,7 +370,7 @@ void *tp_malloc(size_t size) { return malloc_ra(size, RA()); }
 void *_tp_malloc_site(size_t size, uintptr_t site) { return malloc_ra(size, site); }
 
 void tp_free(void *p) {
-  if (p) free_block(p, NULL);
+  if (p) free_block(p);
 }
 
 void *tp_calloc(size_t count, size_t size) {
@@ -384,20 +383,20 @@ void *tp_calloc(size_t count, size_t size) {
 static void *realloc_ra(void *p, size_t size, uintptr_t ra) {
   if (p == NULL) return malloc_ra(size, ra);
   if (size == 0) { /* glibc: realloc(p, 0) frees and returns NULL */
-    free_block(p, NULL);
+    free_block(p);
     return NULL;
   }
   tp_slab_t *s = NULL;
   size_t old = _tp_usable_size(p, &s);
   if (old == 0) {
-    free_block(p, NULL); /* reports what is wrong with p and aborts */
+    free_block(p); /* reports what is wrong with p and aborts */
     return NULL;
   }
   if (size <= old && (size >= old / 2 || old <= 16)) return p;
   void *q = _tp_alloc(size, 0, s->group, 0); /* keeps the block in its placement group */
   if (q == NULL) return NULL;
   memcpy(q, p, old < size ? old : size);
-  free_block(p, NULL);
+  free_block(p);
   return q;
 }
 

@@ -57,6 +57,17 @@ static void take_off_list(tp_hpage_t *h) {
   }
 }
 
+/* The mirror of take_off_list: onto the free (TP_LIST_FREE) or empty list, counted. */
+static void put_on_list(tp_hpage_t *h, int which) {
+  if (which == TP_LIST_EMPTY) {
+    push(&empty_list, h, TP_LIST_EMPTY);
+    nempty_hp++;
+  } else {
+    push(&free_list, h, TP_LIST_FREE);
+    nfree_hp++;
+  }
+}
+
 void _tp_heap_init(void) {
   struct rlimit rl;
   /* Under an address-space limit, reserve modestly: the reservation itself counts. */
@@ -110,8 +121,7 @@ static int grow(size_t bytes, size_t align) {
   } else {
     /* Leftover never-used hpages of the old chunk join the free list. */
     for (uintptr_t a = cursor; a < cursor_end; a += TP_HPAGE) {
-      push(&free_list, _tp_hpage_of((void *)a), TP_LIST_FREE);
-      nfree_hp++;
+      put_on_list(_tp_hpage_of((void *)a), TP_LIST_FREE);
     }
     chunks[nchunks].start = s;
     chunks[nchunks].end = e;
@@ -126,7 +136,7 @@ static int want_source(void) {
   switch (_tp_opt.pool) {
   case TP_POOL_THP: return TP_SRC_THP;
   case TP_POOL_4K: return TP_SRC_4K;
-  default: return TP_SRC_HUGETLBFS;
+  default: return TP_SRC_HUGETLB;
   }
 }
 
@@ -175,8 +185,7 @@ static tp_hpage_t *get_hpage(void) {
     cursor += TP_HPAGE;
   }
   if (back(h) != 0) {
-    push(&free_list, h, TP_LIST_FREE);
-    nfree_hp++;
+    put_on_list(h, TP_LIST_FREE);
     return NULL;
   }
   h->state = TP_HP_EMPTY;
@@ -194,8 +203,7 @@ static void decay(void) {
     if (now - e->last_use > TP_DECAY_REFILLS) {
       take_off_list(e);
       decommit(e);
-      push(&free_list, e, TP_LIST_FREE);
-      nfree_hp++;
+      put_on_list(e, TP_LIST_FREE);
     }
   }
 }
@@ -211,11 +219,9 @@ static void make_empty(tp_hpage_t *h) {
   memset(h->slot_slab, 0, sizeof h->slot_slab);
   if ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
     decommit(h);
-    push(&free_list, h, TP_LIST_FREE);
-    nfree_hp++;
+    put_on_list(h, TP_LIST_FREE);
   } else {
-    push(&empty_list, h, TP_LIST_EMPTY);
-    nempty_hp++;
+    put_on_list(h, TP_LIST_EMPTY);
   }
 }
 
@@ -300,8 +306,7 @@ void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zer
     }
     uintptr_t aligned = (cursor + align - 1) & ~(uintptr_t)(align - 1);
     for (; cursor < aligned; cursor += TP_HPAGE) { /* skipped hpages stay usable */
-      push(&free_list, _tp_hpage_of((void *)cursor), TP_LIST_FREE);
-      nfree_hp++;
+      put_on_list(_tp_hpage_of((void *)cursor), TP_LIST_FREE);
     }
     a = cursor;
     cursor += n * TP_HPAGE;
@@ -314,16 +319,10 @@ void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zer
       if (back(x) != 0) {
         /* Out of memory even for 4 KiB pages: undo what this call backed or took. */
         for (size_t j = 0; j < i; j++) make_empty(_tp_hpage_of((void *)(a + j * TP_HPAGE)));
-        push(&free_list, x, TP_LIST_FREE);
-        nfree_hp++;
+        put_on_list(x, TP_LIST_FREE);
         for (size_t j = i + 1; j < n; j++) {
           tp_hpage_t *y = _tp_hpage_of((void *)(a + j * TP_HPAGE));
-          if (y->listed == TP_LIST_NONE) {
-            push(y->state == TP_HP_EMPTY ? &empty_list : &free_list, y,
-                 y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
-            if (y->state == TP_HP_EMPTY) nempty_hp++;
-            else nfree_hp++;
-          }
+          if (y->listed == TP_LIST_NONE) put_on_list(y, y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
         }
         _tp_unlock(&_tp_heap_lock);
         return NULL;
@@ -378,7 +377,7 @@ static long pool_free_pages(void) {
  * read-only, copied, and the copy moved over it with mremap; a thread that writes to the page
  * meanwhile takes a SIGSEGV, which a handler turns into a wait, and its write is retried on
  * the copy. Nothing is lost; later pages come from the pool. */
-static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_HUGETLBFS; }
+static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB; }
 
 static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
 

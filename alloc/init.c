@@ -58,9 +58,8 @@ static void init_late(void) {
   _tp_os_discover();
   atomic_store(&_tp_ready, 2);
   if (_tp_opt.verbose)
-    _tp_message("ready: pool=%d 2m=%d hugetlbfs_mount=%s fd=%d numa_nodes=%d numa_mode=%d", _tp_opt.pool,
-                _tp_os.has_2m, _tp_os.mount[0] ? _tp_os.mount : "none", _tp_os.fd, _tp_os.numa_nodes,
-                _tp_os.numa_mode);
+    _tp_message("ready: pool=%d 2m=%d hugetlbfs_mount=%s numa_nodes=%d numa_mode=%d", _tp_opt.pool,
+                _tp_os.has_2m, _tp_os.mount[0] ? _tp_os.mount : "none", _tp_os.numa_nodes, _tp_os.numa_mode);
 }
 
 void _tp_init(void) {

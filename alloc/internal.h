@@ -147,7 +147,8 @@ enum {
   TP_HP_LARGE,     /* first hpage of a large object */
   TP_HP_LARGE_TAIL
 };
-enum { TP_SRC_NONE = 0, TP_SRC_HUGETLBFS, TP_SRC_HUGETLB, TP_SRC_THP, TP_SRC_4K, TP_SRC_COUNT };
+/* TP_SRC_HUGETLB: the hugetlbfs pool, mapped with MAP_HUGETLB (see _tp_os_discover). */
+enum { TP_SRC_NONE = 0, TP_SRC_HUGETLB, TP_SRC_THP, TP_SRC_4K, TP_SRC_COUNT };
 
 struct tp_hpage_s {
   uint8_t state;
@@ -263,7 +264,6 @@ typedef struct tp_heap_counters_s {
   size_t fallbacks;
   size_t pages_returned;
   size_t reserved_bytes;
-  size_t retained_hpages;
   size_t fork_unshared;   /* hugetlb pages a fork child moved to THP (the pool was short) */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
@@ -339,7 +339,7 @@ extern _Atomic ptrdiff_t _tp_peak_live TP_INTERNAL;
 extern _Atomic ptrdiff_t _tp_global_live TP_INTERNAL;
 /* Folds the calling thread's live-byte change into the global count and the peak (called on
  * slow paths only, so the peak is exact to within the thread caches' contents). */
-void _tp_stats_note_live(ptrdiff_t unused) TP_INTERNAL;
+void _tp_stats_note_live(void) TP_INTERNAL;
 void _tp_atexit_report(void) TP_INTERNAL;
 void _tp_stats_keep_stderr(void) TP_INTERNAL;
 

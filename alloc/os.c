@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <fcntl.h>
+#include <stddef.h> /* hugetlbfs.h uses size_t without including it */
 #include <hugetlbfs.h>
 #include <numa.h>
 #include <numaif.h>
@@ -23,7 +23,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-tp_os_info_t _tp_os = {.fd = -1};
+tp_os_info_t _tp_os;
 
 #define TP_MAX_CPUS 1024
 static uint8_t cpu_node[TP_MAX_CPUS];
@@ -70,10 +70,6 @@ static int try_source(void *addr, int src) {
   const int fixed = MAP_PRIVATE | MAP_FIXED;
   void *p = MAP_FAILED;
   switch (src) {
-  case TP_SRC_HUGETLBFS:
-    if (_tp_os.fd < 0) return -1;
-    p = mmap(addr, TP_HPAGE, PROT_READ | PROT_WRITE, fixed, _tp_os.fd, 0);
-    break;
   case TP_SRC_HUGETLB:
     p = mmap(addr, TP_HPAGE, PROT_READ | PROT_WRITE, fixed | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB,
              -1, 0);
@@ -95,8 +91,6 @@ static int try_source(void *addr, int src) {
 
 int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
   for (int src = want; src <= TP_SRC_4K; src++) {
-    /* Without a hugetlbfs mount the pool is reached through MAP_HUGETLB: not a fallback. */
-    if (src == TP_SRC_HUGETLBFS && _tp_os.fd < 0) continue;
     if (try_source(addr, src) == 0) {
       apply_numa(addr, TP_HPAGE, node);
       return src;

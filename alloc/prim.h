@@ -15,7 +15,7 @@
 void *_tp_os_reserve(void *hint, size_t len, size_t align) __attribute__((visibility("hidden")));
 
 /* Backs one hpage at addr with the first source that works, starting at `want`
- * (TP_SRC_HUGETLBFS..TP_SRC_4K). Returns the source used; *fallbacks counts the failed ones.
+ * (TP_SRC_HUGETLB..TP_SRC_4K). Returns the source used; *fallbacks counts the failed ones.
  * Never fails: 4 KiB pages are the last resort (returns TP_SRC_NONE only if even that fails). */
 int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) __attribute__((visibility("hidden")));
 
@@ -31,7 +31,6 @@ typedef struct tp_os_info_s {
   long hpage_size;          /* default huge page size the kernel reports (0: none) */
   int has_2m;               /* 2 MiB huge pages supported */
   char mount[256];          /* hugetlbfs mount for 2 MiB pages ("" if none) */
-  int fd;                   /* always -1: see _tp_os_discover (kept for the TP_SRC_HUGETLBFS route) */
   int numa_nodes;           /* 0 = libnuma unavailable */
   int numa_mode;            /* the mode in force after discovery */
   char numa_note[96];

@@ -12,8 +12,7 @@
 _Atomic ptrdiff_t _tp_peak_live;
 _Atomic ptrdiff_t _tp_global_live;
 
-void _tp_stats_note_live(ptrdiff_t unused) {
-  (void)unused;
+void _tp_stats_note_live(void) {
   tp_tcache_t *tc = _tp_tc;
   if (tc == NULL) return;
   ptrdiff_t delta = tc->live_bytes - tc->live_folded;
@@ -40,7 +39,7 @@ void tp_stats_get(tp_stats_t *st) {
   while (lb > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, lb)) {
   }
   st->peak_live_bytes = (size_t)(peak > lb ? peak : lb);
-  st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLBFS] + c.pages_by_source[TP_SRC_HUGETLB];
+  st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLB];
   st->pages_thp = c.pages_by_source[TP_SRC_THP];
   st->pages_4k = c.pages_by_source[TP_SRC_4K];
   st->mapped_bytes = (st->pages_hugetlbfs + st->pages_thp + st->pages_4k) * TP_HPAGE;
@@ -69,13 +68,12 @@ void tp_stats_print(FILE *out, int json) {
             "\"allocated_total\":%zu,\"nmalloc\":%zu,\"nfree\":%zu,\"live_bytes\":%zu,"
             "\"peak_live_bytes\":%zu,\"live_objects\":%zu,\"mapped_bytes\":%zu,"
             "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
-            "\"pages_hugetlbfs_fd\":%zu,\"pages_map_hugetlb\":%zu,\"pages_thp\":%zu,"
+            "\"pages_thp\":%zu,"
             "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"density\":%.4f,"
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
-            _tp_meta_bytes(), st.pages_hugetlbfs, c.pages_by_source[TP_SRC_HUGETLBFS],
-            c.pages_by_source[TP_SRC_HUGETLB], st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
+            _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
             c.fork_unshared, st.density, _tp_os.numa_nodes, _tp_os.numa_note);
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
@@ -116,7 +114,6 @@ typedef struct {
 static const char *src_size(int src) { return src == TP_SRC_4K ? "4k" : "2m"; }
 static const char *src_name(int src) {
   switch (src) {
-  case TP_SRC_HUGETLBFS: return "hugetlbfs";
   case TP_SRC_HUGETLB: return "hugetlbfs";
   case TP_SRC_THP: return "thp";
   default: return "4k";

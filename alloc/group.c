@@ -113,6 +113,11 @@ static uint16_t idle_thread_groups[TP_MAX_GROUPS];
 static unsigned nidle_thread_groups;
 
 void _tp_thread_group_release(unsigned id) {
+  tp_group_t *g = _tp_groups[id];
+  /* Idle: its bins keep no empty slab (for the frees other threads still make into it), and
+   * the ones kept while its thread ran go back now. */
+  atomic_store(&g->idle, 1);
+  _tp_bin_trim(g);
   _tp_lock(&groups_lock);
   if (nidle_thread_groups < TP_MAX_GROUPS) idle_thread_groups[nidle_thread_groups++] = (uint16_t)id;
   _tp_unlock(&groups_lock);
@@ -123,6 +128,7 @@ unsigned _tp_thread_group(void) {
   unsigned id = TP_SHARED_GROUP;
   if (nidle_thread_groups > 0) {
     id = idle_thread_groups[--nidle_thread_groups];
+    atomic_store(&_tp_groups[id]->idle, 0);
   } else if (nthreads_groups < _tp_opt.site_groups) {
     tp_group_t *g = group_new(NULL);
     if (g) {

@@ -209,6 +209,7 @@ struct tp_group_s {
   uint8_t explicit_;     /* created with tp_group_create */
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
   uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
+  _Atomic uint8_t idle;  /* group:thread: its thread has exited and no new one took it yet */
   tp_lock_t arena_lock;
   tp_slab_t *arena_cur;  /* the run being filled (arena_lock) */
   _Atomic uint32_t gen;  /* bumped by destroy: thread caches drop stale entries */
@@ -277,6 +278,8 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want)
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
 /* Releases every slab of a group (destroy). */
 void _tp_bin_release_all(tp_group_t *g) TP_INTERNAL;
+/* Gives back the group's empty slabs that its bins keep against thrashing. */
+void _tp_bin_trim(tp_group_t *g) TP_INTERNAL;
 
 /* ---- ordered groups (arena.c) --------------------------------------------------------- */
 /* Arena runs: one byte per 16-byte granule. At a block's first granule it holds the length in

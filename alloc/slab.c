@@ -78,6 +78,7 @@ static tp_slab_t *pick_partial(tp_bin_t *b) {
 }
 
 static int bin_hot(tp_group_t *g, const tp_bin_t *b) {
+  if (atomic_load_explicit(&g->idle, memory_order_relaxed)) return 0;
   uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   return now - b->last_fill <= TP_IDLE_REFILLS && !atomic_load_explicit(&g->alias, memory_order_relaxed);
 }
@@ -138,6 +139,21 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     if (!s->in_partial) partial_push(b, s);
   }
   _tp_unlock(&b->lock);
+}
+
+void _tp_bin_trim(tp_group_t *g) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    tp_bin_t *b = &g->bins[c];
+    _tp_lock(&b->lock);
+    for (tp_slab_t *s = b->partial, *next; s; s = next) {
+      next = s->next;
+      if (s->navail != s->nobj) continue;
+      partial_unlink(b, s);
+      b->slabs--;
+      slab_release(g, s);
+    }
+    _tp_unlock(&b->lock);
+  }
 }
 
 typedef struct { tp_group_t *g; tp_slab_t **list; size_t n, cap; } collect_t;

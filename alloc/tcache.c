@@ -82,10 +82,11 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
     if (b == NULL) return NULL;
     b->cap = cap;
     /* Under group:thread, blocks freed into another thread's group are of no use to this
-     * one: small ones go back to their slabs in small batches, larger ones (above 1 KiB)
-     * at once, instead of pinning slabs here. */
+     * one (it allocates from its own group only): they go back to their slabs at once. Kept
+     * here, even a few per bin, they would pin that group's slabs and huge pages for as
+     * long as this thread lives, after their own thread has exited. */
     b->limit = cap;
-    if (tc->mode == TP_GROUP_THREAD && g != tc->thread_group) b->limit = cap >= 64 ? 8 : 0;
+    if (tc->mode == TP_GROUP_THREAD && g != tc->thread_group) b->limit = 0;
     tg->bins[c] = b;
   }
   return b;

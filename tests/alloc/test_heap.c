@@ -123,3 +123,57 @@ Test(tcache, cross_thread_frees_from_four_threads_neither_leak_nor_corrupt) {
   for (int t = 0; t < T; t++)
     for (int i = 0; i < N; i++) tp_free(v[t][i]); /* a block handed out twice would abort here */
 }
+
+/* group:thread: a thread fills its group and exits; another thread frees every block. Nothing
+ * may keep the dead thread's group alive: neither the freeing thread's cache (it never
+ * allocates from that group) nor empty slabs kept against thrashing. With nothing retained,
+ * the group's huge pages all go back. */
+enum { HANDOFF = 12000 };
+static void *handoff[HANDOFF];
+
+static void *producer(void *arg) {
+  (void)arg;
+  unsigned long long r = 88172645463325252ull;
+  for (int i = 0; i < HANDOFF; i++) {
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    size_t n = 1 + r % (i % 50 == 0 ? 40000 : 2000);
+    handoff[i] = tp_malloc(n);
+    memset(handoff[i], 7, n);
+  }
+  return NULL;
+}
+
+static pthread_barrier_t handoff_ready, handoff_done;
+
+static void *consumer(void *arg) {
+  tp_stats_t *st = arg;
+  tp_free(tp_malloc(16)); /* takes a group of its own before the producer exists */
+  pthread_barrier_wait(&handoff_ready);
+  pthread_barrier_wait(&handoff_done); /* the producer has exited */
+  for (int i = 0; i < HANDOFF; i++) tp_free(handoff[i]);
+  tp_stats_get(st); /* while this thread (and its cache) is still alive */
+  return NULL;
+}
+
+Test(tcache, a_dead_threads_group_goes_back_when_another_thread_frees_its_blocks) {
+  _tp_opt.group = TP_GROUP_THREAD; /* threads created from now on get groups of their own */
+  _tp_opt.retain_bytes = 0;
+  tp_stats_t before, full, after;
+  pthread_barrier_init(&handoff_ready, NULL, 2);
+  pthread_barrier_init(&handoff_done, NULL, 2);
+  pthread_t c, t;
+  pthread_create(&c, NULL, consumer, &after);
+  pthread_barrier_wait(&handoff_ready);
+  tp_stats_get(&before);
+  pthread_create(&t, NULL, producer, NULL);
+  pthread_join(t, NULL);
+  tp_stats_get(&full);
+  cr_assert_geq(full.mapped_bytes, before.mapped_bytes + (8u << 20), "the producer mapped %zu bytes",
+                full.mapped_bytes - before.mapped_bytes);
+  pthread_barrier_wait(&handoff_done);
+  pthread_join(c, NULL);
+  cr_assert_eq(after.live_objects, before.live_objects);
+  cr_assert_leq(after.mapped_bytes, before.mapped_bytes + (2u << 20),
+                "%zu bytes still mapped after every block of the dead thread's group was freed (%zu before)",
+                after.mapped_bytes, before.mapped_bytes);
+}

@@ -20,6 +20,24 @@ static tp_tcache_t exited_cache = {.dead = 1};
 
 static void tcache_exit(void *arg);
 
+/* How many freed blocks a bin keeps. Under group:thread, blocks freed into another thread's
+ * group are of no use to this one (it allocates from its own group only): they go back to
+ * their slabs at once. Kept here, even a few per bin, they would pin that group's slabs and
+ * huge pages for as long as this thread lives, after their own thread has exited. */
+static uint32_t tbin_limit(const tp_tcache_t *tc, unsigned g, uint32_t cap) {
+  return tc->mode == TP_GROUP_THREAD && g != tc->thread_group ? 0 : cap;
+}
+
+/* A recycled record's bins were sized for its old thread, whose group may not be this one's. */
+static void reset_limits(tp_tcache_t *tc) {
+  for (unsigned g = 0; g < TP_MAX_GROUPS; g++) {
+    tp_tgroup_t *tg = tc->groups[g];
+    if (tg == NULL) continue;
+    for (unsigned c = 0; c < TP_NCLASSES; c++)
+      if (tg->bins[c]) tg->bins[c]->limit = tbin_limit(tc, g, tg->bins[c]->cap);
+  }
+}
+
 static void link_all(tp_tcache_t *tc) {
   tc->prev_all = NULL;
   tc->next_all = all_list;
@@ -33,6 +51,7 @@ tp_tcache_t *_tp_tcache_init(void) {
   tp_tcache_t *tc = free_list;
   if (tc) free_list = tc->next_all;
   _tp_unlock(&tc_lock);
+  int recycled = tc != NULL;
   if (tc) {
     /* A recycled record keeps its per-group bins (emptied at the old thread's exit). */
     tp_tgroup_t *keep[TP_MAX_GROUPS];
@@ -51,6 +70,7 @@ tp_tcache_t *_tp_tcache_init(void) {
   if (tc_key_ok) pthread_setspecific(tc_key, tc);
   if (tc->mode == TP_GROUP_THREAD) tc->thread_group = (uint16_t)_tp_thread_group();
   tc->owns_thread_group = tc->mode == TP_GROUP_THREAD && tc->thread_group != TP_SHARED_GROUP;
+  if (recycled) reset_limits(tc);
   return tc;
 }
 
@@ -81,12 +101,7 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
     b = _tp_meta_alloc(sizeof *b + cap * sizeof(tp_entry_t));
     if (b == NULL) return NULL;
     b->cap = cap;
-    /* Under group:thread, blocks freed into another thread's group are of no use to this
-     * one (it allocates from its own group only): they go back to their slabs at once. Kept
-     * here, even a few per bin, they would pin that group's slabs and huge pages for as
-     * long as this thread lives, after their own thread has exited. */
-    b->limit = cap;
-    if (tc->mode == TP_GROUP_THREAD && g != tc->thread_group) b->limit = 0;
+    b->limit = tbin_limit(tc, g, cap);
     tg->bins[c] = b;
   }
   return b;

@@ -177,3 +177,65 @@ Test(tcache, a_dead_threads_group_goes_back_when_another_thread_frees_its_blocks
                 "%zu bytes still mapped after every block of the dead thread's group was freed (%zu before)",
                 after.mapped_bytes, before.mapped_bytes);
 }
+
+/* group:thread, thread records recycled out of step with thread groups: a thread on the shared
+ * group (the group bound is reached) exits last, so the next thread gets its record and the
+ * first thread's group. The record's bins must follow the new owner: blocks of the shared
+ * group are now another group's and go straight back; the thread's own group caches. */
+static pthread_barrier_t rec_has, rec_go_first, rec_go_second;
+enum { REC_N = 64 };
+static void *rec_blocks[REC_N];
+
+static void *rec_first(void *arg) {
+  (void)arg;
+  tp_free(tp_malloc(64)); /* takes the only thread group */
+  pthread_barrier_wait(&rec_has);
+  pthread_barrier_wait(&rec_go_first);
+  return NULL;
+}
+
+static void *rec_second(void *arg) {
+  (void)arg;
+  for (int i = 0; i < REC_N; i++) rec_blocks[i] = tp_malloc(64); /* the shared group */
+  pthread_barrier_wait(&rec_has);
+  pthread_barrier_wait(&rec_go_second);
+  return NULL;
+}
+
+static void *rec_third(void *arg) {
+  unsigned *out = arg;
+  for (int i = 0; i < REC_N; i++) tp_free(rec_blocks[i]); /* the shared group's: not ours */
+  tp_tcache_t *tc = _tp_tc;
+  unsigned c = _tp_class_of(64);
+  tp_tgroup_t *shared = tc->groups[TP_SHARED_GROUP];
+  out[0] = tc->thread_group;
+  out[1] = shared && shared->bins[c] ? shared->bins[c]->count : 0;
+  for (int i = 0; i < REC_N; i++) rec_blocks[i] = tp_malloc(64);
+  for (int i = 0; i < REC_N; i++) tp_free(rec_blocks[i]); /* our own group's: cached */
+  tp_tgroup_t *own = tc->groups[tc->thread_group];
+  out[2] = own && own->bins[c] ? own->bins[c]->count : 0;
+  return NULL;
+}
+
+Test(tcache, a_recycled_thread_record_follows_its_new_threads_group) {
+  _tp_opt.group = TP_GROUP_THREAD;
+  _tp_opt.site_groups = 1; /* one thread group: the second thread shares group 0 */
+  pthread_barrier_init(&rec_has, NULL, 2);
+  pthread_barrier_init(&rec_go_first, NULL, 2);
+  pthread_barrier_init(&rec_go_second, NULL, 2);
+  pthread_t a, b, t;
+  pthread_create(&a, NULL, rec_first, NULL);
+  pthread_barrier_wait(&rec_has); /* the first thread holds the group */
+  pthread_create(&b, NULL, rec_second, NULL);
+  pthread_barrier_wait(&rec_has);
+  pthread_barrier_wait(&rec_go_first); /* the group's thread exits first, */
+  pthread_join(a, NULL);
+  pthread_barrier_wait(&rec_go_second); /* then the shared group's: its record is reused next */
+  pthread_join(b, NULL);
+  unsigned out[3];
+  pthread_create(&t, NULL, rec_third, out);
+  pthread_join(t, NULL);
+  cr_assert_neq(out[0], TP_SHARED_GROUP, "the third thread got no thread group");
+  cr_assert_eq(out[1], 0, "%u blocks of another group kept in the new thread's cache", out[1]);
+  cr_assert_gt(out[2], 0, "the new thread does not cache its own group's blocks");
+}

@@ -69,18 +69,27 @@ static int child_body(void) {
   return r1 == NULL && r2 == NULL ? 0 : 1;
 }
 
+/* Huge pages free in the pool and not promised to another mapping (HugePages_Rsvd): what a
+ * MAP_POPULATE mapping can still take. -1 when there is no pool information. */
+static long pool_available(void) {
+  long free_pages = -1, rsvd = 0;
+  char line[256];
+  FILE *mi = fopen("/proc/meminfo", "r");
+  while (mi && fgets(line, sizeof line, mi)) {
+    if (strncmp(line, "HugePages_Free:", 15) == 0) free_pages = atol(line + 15);
+    if (strncmp(line, "HugePages_Rsvd:", 15) == 0) rsvd = atol(line + 15);
+  }
+  if (mi) fclose(mi);
+  return free_pages < 0 ? -1 : free_pages - rsvd;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--exec-child") == 0) return child_body() == 0 ? 42 : 1;
   int forks = argc > 1 ? atoi(argv[1]) : 100;
   int nbusy = argc > 2 ? atoi(argv[2]) : 4;
   long keep = argc > 3 ? atol(argv[3]) : -1;
   if (keep >= 0) {
-    long free_pages = -1;
-    char line[256];
-    FILE *mi = fopen("/proc/meminfo", "r");
-    while (mi && fgets(line, sizeof line, mi))
-      if (strncmp(line, "HugePages_Free:", 15) == 0) free_pages = atol(line + 15);
-    if (mi) fclose(mi);
+    long free_pages = pool_available();
     if (free_pages < keep + 8) {
       printf("fork_threads: SKIP: needs a hugetlbfs pool of at least %ld free pages, have %ld\n", keep + 8, free_pages);
       return 77;
@@ -89,10 +98,7 @@ int main(int argc, char **argv) {
     void *warm[8];
     for (int i = 0; i < 8; i++) { warm[i] = malloc(3 << 20); memset(warm[i], 1, 3 << 20); }
     for (int i = 0; i < 8; i++) free(warm[i]);
-    mi = fopen("/proc/meminfo", "r");
-    while (mi && fgets(line, sizeof line, mi))
-      if (strncmp(line, "HugePages_Free:", 15) == 0) free_pages = atol(line + 15);
-    if (mi) fclose(mi);
+    free_pages = pool_available();
     size_t hold = free_pages > keep ? (size_t)(free_pages - keep) << 21 : 0;
     if (hold && mmap(NULL, hold, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
                      -1, 0) == MAP_FAILED)

@@ -195,6 +195,15 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {
                "TLB entries n/a: the hot set of a foreign program is unknown.%s%s%s\n",
             w->name, w->stock, w->no_trace ? " No simulator columns: " : "", w->no_trace ? w->no_trace : "",
             w->no_trace ? "." : "");
+    fprintf(f, "\n%s requests/s (median of runs, = 1e9 / ns/op):", w->name);
+    for (size_t j = i; j < n; j++) {
+      if (cells[j].w != w) continue;
+      char b[32];
+      fprintf(f, "%s %s %s", j > i ? ";" : "", cells[j].a->kind == TB_LIB_NONE ? w->stock : cells[j].a->name,
+              tb_fmt(b, sizeof b, tb_ratio(1e9, cells[j].ns_med), 0));
+      if (cells[j].a->kind == TB_LIB_NONE && strcmp(cells[j].a->name, "glibc")) fprintf(f, " (%s row)", cells[j].a->name);
+    }
+    fprintf(f, ".\n");
   }
 }
 

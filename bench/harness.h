@@ -32,6 +32,11 @@ typedef struct tb_workload_s {
   int ideal_ok;                    /* accepts --ideal */
   int in_demo;
   const char *what;
+  /* A workload driving a foreign program: */
+  const char *needs;               /* programs that must be on PATH, space-separated, or NULL */
+  const char *no_trace;            /* why it records no trace (no traced run, no simulation), or NULL */
+  const char *stock;               /* the program links its own malloc: label of the rows without a
+                                      preload ("redis-stock"), which measure the stock program */
 } tb_workload_t;
 
 extern const tb_alloc_t tb_allocs[];
@@ -129,6 +134,9 @@ typedef struct tb_cell_s {
 void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv);
 void tb_cell_init(tb_cell_t *c, const tb_workload_t *w, const tb_alloc_t *a);
 void tb_summarize(tb_cell_t *cells, size_t n);
+/* The allocator column of c as reports show it: "glibc", or for a row without a preload of a
+ * program that links its own malloc "redis-stock (glibc row: no preload, malloc from ...)". */
+const char *tb_alloc_label(const tb_cell_t *c, char *buf, size_t n);
 /* The cell of the same workload for allocator name, or NULL. */
 const tb_cell_t *tb_peer(const tb_cell_t *cells, size_t n, const tb_cell_t *c, const char *name);
 

@@ -37,6 +37,18 @@ void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv) {
       size_t l = strlen(c->detail);
       snprintf(c->detail + l, sizeof c->detail - l, "%s%s=%s", l ? " " : "", dk[i], s);
     }
+  if (c->w->stock && c->a->kind == TB_LIB_NONE)
+    snprintf(c->detail, sizeof c->detail, "%s: no preload; the program's own malloc (%s)", c->w->stock,
+             c->malloc_from);
+}
+
+const char *tb_alloc_label(const tb_cell_t *c, char *buf, size_t n) {
+  if (c->w->stock && c->a->kind == TB_LIB_NONE)
+    snprintf(buf, n, "%s (%s row: no preload, malloc from %s)", c->w->stock, c->a->name,
+             c->nruns ? c->malloc_from : "its own linked library");
+  else
+    snprintf(buf, n, "%s", c->a->name);
+  return buf;
 }
 
 void tb_summarize(tb_cell_t *cells, size_t n) {
@@ -148,19 +160,20 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const tb_cell_t *c = &cells[i];
     const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc");
-    char b[16][32];
+    char b[16][32], label[160];
     char ent[80] = "n/a";
+    tb_alloc_label(c, label, sizeof label);
     if (!isnan(c->hot_entries))
       snprintf(ent, sizeof ent, "%.0f (%.0f)", c->hot_entries, c->hot_floor);
     else if (!isnan(c->hot_floor))
       snprintf(ent, sizeof ent, "n/a: %s (%.0f)", c->tlb_source, c->hot_floor);
     if (c->nruns == 0) {
-      fprintf(f, "| %s | %s | failed: %s | | | | | | | | | | | |\n", c->w->name, c->a->name,
+      fprintf(f, "| %s | %s | failed: %s | | | | | | | | | | | |\n", c->w->name, label,
               c->error[0] ? c->error : "no good run");
       continue;
     }
     fprintf(f, "| %s | %s | %s | %s%% | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |\n",
-            c->w->name, c->a->name, tb_fmt(b[0], 32, c->ns_med, 1), tb_fmt(b[1], 32, c->ns_spread, 0),
+            c->w->name, label, tb_fmt(b[0], 32, c->ns_med, 1), tb_fmt(b[1], 32, c->ns_spread, 0),
             tb_fmt(b[2], 32, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 2),
             tb_fmt(b[3], 32, c->rss_med / 1024.0, 1),
             tb_fmt(b[4], 32, je ? tb_ratio(c->rss_med, je->rss_med) : NAN, 2), ent,
@@ -169,6 +182,28 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {
             tb_fmt(b[8], 32, simf(&c->sim, F_REFS), 2), tb_fmt(b[9], 32, simf(&c->nested, F_REFS), 2),
             tb_fmt(b[10], 32, je ? tb_ratio(je->hot_entries, c->hot_entries) : NAN, 1),
             tb_fmt(b[11], 32, saved(je, c, 0, F_L2), 1), tb_fmt(b[12], 32, saved(je, c, 0, F_REFS), 1));
+  }
+  /* a workload around a program that links its own malloc: say what its rows measure, once */
+  for (size_t i = 0; i < n; i++) {
+    const tb_workload_t *w = cells[i].w;
+    size_t j;
+    for (j = 0; j < i && cells[j].w != w; j++) {}
+    if (j < i || !w->stock) continue;
+    fprintf(f, "\n%s: the rows without a preload (%s) are the stock program with the malloc it links "
+               "itself (GLIBC_TUNABLES have no effect on it); every other row preloads its allocator into the "
+               "server only (the client runs without a preload). ns/op = 1e9 / requests per second. "
+               "TLB entries n/a: the hot set of a foreign program is unknown.%s%s%s\n",
+            w->name, w->stock, w->no_trace ? " No simulator columns: " : "", w->no_trace ? w->no_trace : "",
+            w->no_trace ? "." : "");
+    fprintf(f, "\n%s requests/s (median of runs, = 1e9 / ns/op):", w->name);
+    for (size_t j = i; j < n; j++) {
+      if (cells[j].w != w) continue;
+      char b[32];
+      fprintf(f, "%s %s %s", j > i ? ";" : "", cells[j].a->kind == TB_LIB_NONE ? w->stock : cells[j].a->name,
+              tb_fmt(b, sizeof b, tb_ratio(1e9, cells[j].ns_med), 0));
+      if (cells[j].a->kind == TB_LIB_NONE && strcmp(cells[j].a->name, "glibc")) fprintf(f, " (%s row)", cells[j].a->name);
+    }
+    fprintf(f, ".\n");
   }
 }
 

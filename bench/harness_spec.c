@@ -54,40 +54,47 @@ const size_t tb_nallocs = sizeof tb_allocs / sizeof tb_allocs[0];
  * stays in cache even on this shared host, where lookups slow down from ~4 MB of hot data on
  * (the nominal L3 is 32 MiB; neighbours use it), yet needs more 4 KiB pages under jemalloc than
  * the 3072-entry L2 TLB holds: 8 cold buffers per record dilute the size-class slabs. */
+/* a workload of our own (no foreign program): traced, nothing to install, no stock malloc */
+#define TB_NATIVE NULL, NULL, NULL
 const tb_workload_t tb_workloads[] = {
   {"records", "wl_records",
    {"--records 400 --lookups 20000", "--records 18000 --cold 8 --lookups 1000000",
     "--records 18000 --cold 8 --lookups 3000000"}, 1, 1,
-   "co-used node+key+value records among cold and short-lived objects, dependent lookups; hot set ~4.6 MB (in cache), >3072 4 KiB pages under jemalloc"},
+   "co-used node+key+value records among cold and short-lived objects, dependent lookups; hot set ~4.6 MB (in cache), >3072 4 KiB pages under jemalloc", TB_NATIVE},
   {"records-big", "wl_records",
    {"--records 800 --lookups 20000", "--records 400000 --lookups 1000000",
     "--records 400000 --lookups 2000000"}, 1, 0,
-   "the same, hot set ~100 MB (larger than the L3), 2 cold buffers per record"},
+   "the same, hot set ~100 MB (larger than the L3), 2 cold buffers per record", TB_NATIVE},
   {"index", "wl_index",
    {"--keys 500 --ops 2000", "--keys 100000 --ops 150000", "--keys 200000 --ops 400000"}, 0, 1,
-   "red-black tree with separate values: lookups, inserts, deletes, range scans"},
+   "red-black tree with separate values: lookups, inserts, deletes, range scans", TB_NATIVE},
   {"chase", "wl_chase",
    {"--nodes 500 --steps 20000", "--nodes 100000 --steps 1000000", "--nodes 200000 --steps 3000000"}, 0, 1,
-   "pointer chasing through a list linked in random order"},
+   "pointer chasing through a list linked in random order", TB_NATIVE},
   {"chase-warm", "wl_chase",
    {"--nodes 500 --steps 20000 --warm 8", "--nodes 100000 --steps 1000000 --warm 8",
     "--nodes 200000 --steps 3000000 --warm 8"}, 0, 1,
-   "the same list with a jump pointer per node, warming the node 8 steps ahead (tp_warm when exported, else prefetch): overlaps cache and TLB misses alike"},
+   "the same list with a jump pointer per node, warming the node 8 steps ahead (tp_warm when exported, else prefetch): overlaps cache and TLB misses alike", TB_NATIVE},
   {"lru", "wl_lru",
    {"--capacity 200 --ops 5000", "--capacity 50000 --ops 300000", "--capacity 100000 --ops 1000000"}, 0, 0,
-   "LRU cache (hash + list) under churn, skewed keys"},
+   "LRU cache (hash + list) under churn, skewed keys", TB_NATIVE},
   {"strings", "wl_strings",
    {"--lines 2000", "--lines 100000", "--lines 400000"}, 0, 0,
-   "log parsing: interned names, strdup'd values, growing arrays"},
+   "log parsing: interned names, strdup'd values, growing arrays", TB_NATIVE},
   {"sqlite", "wl_sqlite",
    {"--rows 100 --trace-rows 20", "--rows 20000 --trace-rows 150", "--rows 100000 --trace-rows 200"}, 0, 0,
-   "sqlite3 running a script (in-memory table + index); traced with valgrind lackey"},
+   "sqlite3 running a script (in-memory table + index); traced with valgrind lackey", TB_NATIVE},
   {"malloc-st", "wl_malloc",
    {"--ops 20000 --live 1000", "--ops 2000000", "--ops 10000000"}, 0, 0,
-   "malloc/free throughput: one thread, 16-512 B, random free order"},
+   "malloc/free throughput: one thread, 16-512 B, random free order", TB_NATIVE},
   {"malloc-mt", "wl_malloc",
    {"--ops 20000 --threads 2", "--ops 2000000 --threads 2", "--ops 10000000 --threads 2"}, 0, 0,
-   "malloc/free throughput: two threads, every free cross-thread"},
+   "malloc/free throughput: two threads, every free cross-thread", TB_NATIVE},
+  {"redis", "wl_redis",
+   {"--requests 5000", "--requests 25000", "--requests 100000"}, 0, 0,
+   "Debian's redis-server (allocator preloaded into the server only) driven by redis-benchmark "
+   "-P 16 -c 8 over 8 commands; rows without a preload are stock redis with its own linked malloc",
+   "redis-server redis-benchmark", "no trace: redis-server's memory accesses are not recorded", "redis-stock"},
 };
 const size_t tb_nworkloads = sizeof tb_workloads / sizeof tb_workloads[0];
 

@@ -119,6 +119,26 @@ static void parse(int argc, char **argv, tb_opts_t *o) {
   if (!o->trace_max) o->trace_max = o->scale == TB_SCALE_TINY ? 20000 : o->scale == TB_SCALE_DEMO ? 1000000 : 3000000;
 }
 
+/* the first program of a space-separated list that is not on PATH, or NULL when all are */
+static const char *missing_prog(const char *progs, char *buf, size_t n) {
+  char list[256];
+  snprintf(list, sizeof list, "%s", progs ? progs : "");
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (char *save, *t = strtok_r(list, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+    int found = 0;
+    for (const char *p = path; *p && !found;) {
+      size_t l = strcspn(p, ":");
+      char full[4096];
+      snprintf(full, sizeof full, "%.*s/%s", (int)l, p, t);
+      found = l && access(full, X_OK) == 0;
+      p += l + (p[l] == ':');
+    }
+    if (!found) { snprintf(buf, n, "%s", t); return buf; }
+  }
+  return NULL;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -258,6 +278,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "tlbbench: skipping workload %s: %s not built\n", w->name, prog);
       continue;
     }
+    char miss[64];
+    if (missing_prog(w->needs, miss, sizeof miss)) {
+      snprintf(skipped[nskipped++], 256, "workload %s: not run: %s is not installed (not on PATH; `make setup` installs it)",
+               w->name, miss);
+      fprintf(stderr, "tlbbench: skipping workload %s: %s is not installed (not on PATH)\n", w->name, miss);
+      continue;
+    }
     for (size_t j = 0; j < nalloc; j++) {
       if (order[j]->extra_arg && !w->ideal_ok) continue;  /* `ideal` exists only for records */
       tb_cell_init(&cells[ncells], w, order[j]);
@@ -277,10 +304,12 @@ int main(int argc, char **argv) {
                       "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from", "result"};
   tb_csv_row(runs_csv, rh, sizeof rh / sizeof rh[0]);
 
-  size_t total = ncells * (size_t)o.runs + (o.sim ? ncells : 0), done = 0;
+  size_t traced = 0;
+  for (size_t i = 0; i < ncells; i++) traced += !cells[i].w->no_trace;
+  size_t total = ncells * (size_t)o.runs + (o.sim ? traced : 0), done = 0;
   double t0 = now_s();
-  fprintf(stderr, "tlbbench: %zu cells x %d runs%s, results in %s\n", ncells, o.runs,
-          o.sim ? " + 1 traced run each" : "", o.out);
+  fprintf(stderr, "tlbbench: %zu cells x %d runs + %zu traced run(s), results in %s\n", ncells, o.runs,
+          o.sim ? traced : 0, o.out);
   for (size_t first = 0; first < ncells;) {
     size_t last = first;
     while (last < ncells && cells[last].w == cells[first].w) last++;
@@ -316,7 +345,8 @@ int main(int argc, char **argv) {
           const char *mf = tb_kv_get(&kv, "malloc_from");
           const char *want = c->lib[0] ? strrchr(c->lib, '/') : "/libc.so.6";
           want = want ? want + 1 : c->lib;
-          if (mf && strcmp(mf, want) != 0 && r == 0)
+          int stock = c->w->stock && !c->lib[0];  /* the program's own malloc: nothing to expect */
+          if (mf && strcmp(mf, want) != 0 && r == 0 && !stock)
             fprintf(stderr, "tlbbench: warning: %s x %s: malloc comes from %s, expected %s (preload not effective?)\n",
                     c->w->name, c->a->name, mf, want);
         }
@@ -337,6 +367,7 @@ int main(int argc, char **argv) {
     /* one traced run per cell, replayed by the simulator natively and nested */
     for (size_t i = first; i < last && o.sim; i++) {
       tb_cell_t *c = &cells[i];
+      if (c->w->no_trace) { snprintf(c->sim_note, sizeof c->sim_note, "%s", c->w->no_trace); continue; }
       done++;
       fprintf(stderr, "[%zu/%zu] %s x %s traced run + tlbsim (elapsed %.0f s)\n", done, total, c->w->name, c->a->name, now_s() - t0);
       char trace[4600], smaps[4600], more[9400];

@@ -22,6 +22,7 @@ unsigned long wl_seed = 42;
 volatile uint64_t wl_sink;
 long wl_peak_rss_override_kb = -1;
 long wl_hugetlb_override_kb = -1;
+const char *wl_malloc_from_override;
 static const char *wl_prog = "workload";
 
 void wl_die(const char *fmt, ...) {
@@ -287,6 +288,7 @@ void wl_result(const char *name, const char *extra, const wl_hotset_t *hs) {
   void *(*volatile mf)(size_t) = malloc;
   const char *from = dladdr((void *)mf, &di) && di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
   from = from ? from + 1 : (di.dli_fname && *di.dli_fname ? di.dli_fname : "unknown");
+  if (wl_malloc_from_override) from = wl_malloc_from_override;
   printf(" trace_records=%zu trace_truncated=%d malloc_from=%s\n", tr_total, tr_full, from);
   fflush(stdout);
 }

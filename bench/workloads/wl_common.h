@@ -82,6 +82,9 @@ void wl_result(const char *name, const char *extra, const wl_hotset_t *hs);
  * child program sets it from wait4). */
 extern long wl_peak_rss_override_kb;
 extern long wl_hugetlb_override_kb;  /* likewise for hugetlb_kb */
+/* When set, reported as malloc_from instead of this process's own (a workload whose allocator
+ * under test serves a child program, e.g. redis-server, says which object the child's malloc is). */
+extern const char *wl_malloc_from_override;
 
 /* Dies with "PROG: message" on stderr, exit 1 (allocation failure and the like). */
 void wl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

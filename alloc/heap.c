@@ -84,6 +84,7 @@ static int register_range(uintptr_t start, uintptr_t end) {
       __atomic_store_n(&_tp_map[bi], b, __ATOMIC_RELEASE);
     }
     tp_hpage_t *h = _tp_hpage_of((void *)a);
+    h->slot_slab = &_tp_map[bi]->slab[((a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1))];
     h->addr = a;
     h->state = TP_HP_FREE;
   }
@@ -216,7 +217,7 @@ static void make_empty(tp_hpage_t *h) {
   h->used_mask = 0;
   h->nused = 0;
   h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-  memset(h->slot_slab, 0, sizeof h->slot_slab);
+  memset(h->slot_slab, 0, TP_SLOTS * sizeof *h->slot_slab);
   if ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
     decommit(h);
     put_on_list(h, TP_LIST_FREE);

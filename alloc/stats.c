@@ -12,13 +12,10 @@
 _Atomic ptrdiff_t _tp_peak_live;
 _Atomic ptrdiff_t _tp_global_live;
 
-void _tp_stats_note_live(void) {
-  tp_tcache_t *tc = _tp_tc;
-  if (tc == NULL) return;
-  ptrdiff_t delta = tc->live_bytes - tc->live_folded;
-  tc->live_folded = tc->live_bytes;
-  ptrdiff_t now = atomic_fetch_add(&_tp_global_live, delta) + delta;
-  ptrdiff_t peak = atomic_load(&_tp_peak_live);
+void _tp_stats_out(ptrdiff_t bytes) {
+  ptrdiff_t now = atomic_fetch_add_explicit(&_tp_global_live, bytes, memory_order_relaxed) + bytes;
+  if (bytes <= 0) return;
+  ptrdiff_t peak = atomic_load_explicit(&_tp_peak_live, memory_order_relaxed);
   while (now > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, now)) {
   }
 }

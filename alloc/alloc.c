@@ -139,7 +139,9 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       atomic_store_explicit(&_tp_groups[g]->last_refill,
                             atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1,
                             memory_order_relaxed);
-      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want, b->cap);
+      /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
+       * otherwise share lines across threads; just what is wanted for the larger ones. */
+      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want, b->cap >= 64 ? b->cap : want);
       if (n == 0) return enomem();
       /* The cache pops from the top: reverse the batch so blocks come out in address order. */
       for (unsigned i = 0, j = n - 1; i < j; i++, j--) {

@@ -151,6 +151,7 @@ unsigned _tp_site_refill(uintptr_t ra, size_t bytes) {
         id = g->id;
         nsites++;
         atomic_store_explicit(&site_val[i], (uint16_t)id, memory_order_release);
+        if (_tp_opt.verbose) _tp_message("site %#lx grows up: group %u", (unsigned long)ra, id);
       }
     }
   }

@@ -72,6 +72,7 @@ typedef struct tp_options_s {
   size_t retain_bytes;
   unsigned site_groups;       /* bound on allocation-site groups */
   size_t exclusive_bytes;     /* a group gets hpages of its own past this many slab bytes */
+  size_t start_bytes;         /* pool:auto: the heap's first hpages up to this size are on 4 KiB pages */
   char regions_path[256];
 } tp_options_t;
 
@@ -160,6 +161,7 @@ struct tp_hpage_s {
   uint8_t source;
   uint8_t node;
   uint8_t listed;        /* which list holds it (TP_LIST_*) */
+  uint8_t start;         /* on 4 KiB pages because the heap was small (promoted once it grows) */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
   uint32_t used_mask;    /* bit i: slot i carved */
@@ -292,6 +294,7 @@ typedef struct tp_heap_counters_s {
   size_t pages_returned;
   size_t reserved_bytes;
   size_t fork_unshared;   /* hugetlb pages a fork child moved to THP (the pool was short) */
+  size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;

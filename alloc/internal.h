@@ -360,7 +360,7 @@ typedef struct tp_site_slot_s {
   tp_tbin_t **bins;
 } tp_site_slot_t;
 
-#define TP_SITE_CACHE 16
+#define TP_SITE_CACHE 128
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
   uintptr_t ra_mask;     /* ~0 under group:site, else 0 (every call is one site) */

@@ -165,63 +165,33 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
 
 static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
-  tp_slab_t *s = _tp_meta_alloc(TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_MEDIUM, n, 0, TP_BIG_META);
   if (s == NULL) return enomem();
-  tp_hpage_t *h;
-  unsigned slot;
-  int zeroed;
-  tp_group_t *grp = _tp_groups[g];
-  void *mem = _tp_heap_alloc_slots(grp, n, &h, &slot, &zeroed);
-  if (mem == NULL) {
-    _tp_meta_free(s, TP_BIG_META);
-    return enomem();
-  }
-  s->base = (uintptr_t)mem;
   s->size = n * (uint32_t)TP_SLOT;
   s->nobj = 1;
-  s->group = (uint16_t)g;
-  s->kind = TP_SLAB_MEDIUM;
-  s->nslots = (uint8_t)n;
-  s->first_slot = (uint8_t)slot;
-  s->hp = h;
   s->live = (uint8_t *)s->data;
   __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
-  for (unsigned i = slot; i < slot + n; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
-  size_t bytes = atomic_fetch_add(&grp->slab_bytes, s->size) + s->size;
-  if (!grp->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE) grp->exclusive = 1;
+  _tp_run_publish(s);
   count_alloc(tc, s->size);
   _tp_stats_out(s->size);
-  if (zero && !zeroed) memset(mem, 0, size);
-  return mem;
+  if (zero && !s->zeroed) memset((void *)s->base, 0, size);
+  return (void *)s->base;
 }
 
 static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero) {
   if (size > ((size_t)1 << 46)) return enomem();
   size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
-  tp_slab_t *s = _tp_meta_alloc(TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META);
   if (s == NULL) return enomem();
-  tp_hpage_t *h;
-  int zeroed;
-  void *mem = _tp_heap_alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, &h, &zeroed);
-  if (mem == NULL) {
-    _tp_meta_free(s, TP_BIG_META);
-    return enomem();
-  }
-  s->base = (uintptr_t)mem;
   s->size = 0; /* usable size is nhpages * 2 MiB (may exceed 32 bits) */
   s->nobj = 1;
-  s->group = (uint16_t)g;
-  s->kind = TP_SLAB_LARGE;
-  s->nhpages = (uint32_t)n;
-  s->hp = h;
   s->live = (uint8_t *)s->data;
   __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
-  h->owner = (uint16_t)g;
-  __atomic_store_n(&h->slot_slab[0], s, __ATOMIC_RELEASE);
+  _tp_run_publish(s);
   count_alloc(tc, n * TP_HPAGE);
   _tp_stats_out((ptrdiff_t)(n * TP_HPAGE));
-  if (zero && !zeroed) memset(mem, 0, size);
-  return mem;
+  if (zero && !s->zeroed) memset((void *)s->base, 0, size);
+  return (void *)s->base;
 }
 
 static inline size_t slab_usable(const tp_slab_t *s) {
@@ -271,13 +241,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   size_t usable = slab_usable(s);
   count_free(_tp_tcache_get(), usable);
   _tp_stats_out(-(ptrdiff_t)usable);
-  if (s->kind == TP_SLAB_MEDIUM) {
-    atomic_fetch_sub(&_tp_groups[s->group]->slab_bytes, s->size);
-    _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
-  } else {
-    _tp_heap_free_large(s->hp, s->nhpages);
-  }
-  _tp_meta_free(s, TP_BIG_META);
+  _tp_run_release(s);
 }
 
 /* The free miss: no bin yet, bin full, no cache (thread exit), or a bin that keeps nothing

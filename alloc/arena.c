@@ -8,35 +8,14 @@
 #include "internal.h"
 
 static tp_slab_t *arena_run(tp_group_t *g) {
-  tp_slab_t *s = _tp_meta_alloc(TP_ARENA_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_ARENA, 1, 0, TP_ARENA_META);
   if (s == NULL) return NULL;
-  tp_hpage_t *h;
-  unsigned slot;
-  int zeroed;
-  void *mem = _tp_heap_alloc_slots(g, 1, &h, &slot, &zeroed);
-  if (mem == NULL) {
-    _tp_meta_free(s, TP_ARENA_META);
-    return NULL;
-  }
-  s->base = (uintptr_t)mem;
   s->size = TP_GRANULE;
   s->nobj = TP_ARENA_GRANULES;
-  s->group = g->id;
-  s->kind = TP_SLAB_ARENA;
-  s->nslots = 1;
-  s->first_slot = (uint8_t)slot;
-  s->zeroed = (uint8_t)zeroed;
-  s->hp = h;
   s->live = (uint8_t *)s->data;
   s->avail_hint = 0; /* the bump index, in granules */
-  atomic_fetch_add(&g->slab_bytes, TP_SLOT);
-  __atomic_store_n(&h->slot_slab[slot], s, __ATOMIC_RELEASE);
+  _tp_run_publish(s);
   return s;
-}
-
-void _tp_arena_release(tp_slab_t *s) {
-  _tp_heap_free_slots(s->hp, s->first_slot, 1);
-  _tp_meta_free(s, TP_ARENA_META);
 }
 
 void *_tp_arena_alloc(tp_group_t *g, size_t size, int zero, size_t *usable) {
@@ -52,10 +31,7 @@ void *_tp_arena_alloc(tp_group_t *g, size_t size, int zero, size_t *usable) {
     }
     g->arena_cur = s;
     /* The old run is full: once its last block is freed it goes back (see _tp_arena_free). */
-    if (old && atomic_load(&old->nlive) == 0) {
-      atomic_fetch_sub(&g->slab_bytes, TP_SLOT);
-      _tp_arena_release(old);
-    }
+    if (old && atomic_load(&old->nlive) == 0) _tp_run_release(old);
   }
   uint32_t idx = s->avail_hint;
   s->avail_hint += need;
@@ -92,10 +68,7 @@ size_t _tp_arena_free(tp_slab_t *s, void *p) {
     _tp_fatal("invalid free of %p: points inside a block, not at its start", p);
   }
   __atomic_store_n(b, (uint8_t)(len | TP_ARENA_FREED), __ATOMIC_RELEASE);
-  if (atomic_fetch_sub(&s->nlive, 1) == 1 && g->arena_cur != s) {
-    atomic_fetch_sub(&g->slab_bytes, TP_SLOT);
-    _tp_arena_release(s);
-  }
+  if (atomic_fetch_sub(&s->nlive, 1) == 1 && g->arena_cur != s) _tp_run_release(s);
   _tp_unlock(&g->arena_lock);
   return (size_t)len * TP_GRANULE;
 }

@@ -259,9 +259,9 @@ static void make_empty(tp_hpage_t *h) {
   }
 }
 
-void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigned *slot_out,
-                           int *zeroed) {
-  _tp_lock(&_tp_heap_lock);
+/* Carves a run of n slots for group g (heap lock held). Returns the slot run's address, fills
+ * *hp_out and *slot_out, and sets *zeroed when the memory is known to be zero. */
+static void *alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigned *slot_out, int *zeroed) {
   tp_group_t *owner = g->exclusive ? g : &_tp_shared_group;
   int slot = -1;
   tp_hpage_t *h = NULL;
@@ -273,10 +273,7 @@ void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsig
     h = _tp_filler_pick(&owner->filler, n, &slot);
   if (h == NULL) {
     h = get_hpage();
-    if (h == NULL) {
-      _tp_unlock(&_tp_heap_lock);
-      return NULL;
-    }
+    if (h == NULL) return NULL;
     h->state = TP_HP_ACTIVE;
     h->owner = owner->id;
     h->used_mask = 0;
@@ -289,14 +286,12 @@ void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsig
   h->fresh_mask &= ~bits;
   _tp_filler_update(&owner->filler, h, (unsigned)slot, n, 1);
   if (!g->exclusive) g->young_hp = h;
-  _tp_unlock(&_tp_heap_lock);
   *hp_out = h;
   *slot_out = (unsigned)slot;
   return (void *)(h->addr + ((uintptr_t)slot << TP_SLOT_SHIFT));
 }
 
-void _tp_heap_free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
-  _tp_lock(&_tp_heap_lock);
+static void free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
   tp_group_t *owner = _tp_groups[h->owner];
   for (unsigned i = slot; i < slot + n; i++) h->slot_slab[i] = NULL;
   _tp_filler_update(&owner->filler, h, slot, n, 0);
@@ -304,7 +299,6 @@ void _tp_heap_free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
     _tp_filler_remove(&owner->filler, h);
     make_empty(h);
   }
-  _tp_unlock(&_tp_heap_lock);
 }
 
 /* A run of n hpages whose records are FREE or EMPTY, starting at an aligned address. */
@@ -326,18 +320,15 @@ static tp_hpage_t *find_run(size_t n, size_t align) {
   return NULL;
 }
 
-void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroed) {
+/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. */
+static void *alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroed) {
   if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
-  _tp_lock(&_tp_heap_lock);
   tp_hpage_t *h = find_run(n, align);
   uintptr_t a;
   if (h != NULL) {
     a = h->addr;
   } else {
-    if (grow(n * TP_HPAGE, align) != 0) {
-      _tp_unlock(&_tp_heap_lock);
-      return NULL;
-    }
+    if (grow(n * TP_HPAGE, align) != 0) return NULL;
     uintptr_t aligned = (cursor + align - 1) & ~(uintptr_t)(align - 1);
     for (; cursor < aligned; cursor += TP_HPAGE) { /* skipped hpages stay usable */
       put_on_list(_tp_hpage_of((void *)cursor), TP_LIST_FREE);
@@ -358,7 +349,6 @@ void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zer
           tp_hpage_t *y = _tp_hpage_of((void *)(a + j * TP_HPAGE));
           if (y->listed == TP_LIST_NONE) put_on_list(y, y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
         }
-        _tp_unlock(&_tp_heap_lock);
         return NULL;
       }
     } else if (x->fresh_mask != TP_ALL_SLOTS) {
@@ -369,17 +359,75 @@ void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zer
     x->used_mask = TP_ALL_SLOTS;
     x->nused = TP_SLOTS;
   }
-  _tp_unlock(&_tp_heap_lock);
   *hp_out = _tp_hpage_of((void *)a);
   *zeroed = zero;
   return (void *)a;
 }
 
-void _tp_heap_free_large(tp_hpage_t *h, size_t n) {
-  _tp_lock(&_tp_heap_lock);
+static void free_large(tp_hpage_t *h, size_t n) {
   uintptr_t a = h->addr;
   for (size_t i = 0; i < n; i++) make_empty(_tp_hpage_of((void *)(a + i * TP_HPAGE)));
+}
+
+/* ---- runs ---------------------------------------------------------------------------- */
+/* Whether a group that now holds `bytes` of slot runs gets hpages of its own (heap lock). */
+static int becomes_exclusive(const tp_group_t *g, size_t bytes) {
+  return !g->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE;
+}
+
+tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size) {
+  tp_slab_t *s = _tp_meta_alloc(meta_size);
+  if (s == NULL) return NULL;
+  tp_hpage_t *h;
+  int zeroed;
+  void *mem;
+  _tp_lock(&_tp_heap_lock);
+  if (kind == TP_SLAB_LARGE) {
+    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, &h, &zeroed);
+    if (mem) {
+      h->owner = g->id;
+      s->nhpages = (uint32_t)n;
+    }
+  } else {
+    unsigned slot;
+    mem = alloc_slots(g, (unsigned)n, &h, &slot, &zeroed);
+    if (mem) {
+      s->nslots = (uint8_t)n;
+      s->first_slot = (uint8_t)slot;
+      size_t bytes = atomic_fetch_add(&g->slab_bytes, n * TP_SLOT) + n * TP_SLOT;
+      if (becomes_exclusive(g, bytes)) g->exclusive = 1;
+    }
+  }
   _tp_unlock(&_tp_heap_lock);
+  if (mem == NULL) {
+    _tp_meta_free(s, meta_size);
+    return NULL;
+  }
+  s->base = (uintptr_t)mem;
+  s->group = g->id;
+  s->kind = (uint8_t)kind;
+  s->hp = h;
+  s->zeroed = (uint8_t)zeroed;
+  s->meta_size = (uint32_t)meta_size;
+  return s;
+}
+
+void _tp_run_publish(tp_slab_t *s) {
+  unsigned first = s->kind == TP_SLAB_LARGE ? 0 : s->first_slot, n = s->kind == TP_SLAB_LARGE ? 1 : s->nslots;
+  for (unsigned i = first; i < first + n; i++) __atomic_store_n(&s->hp->slot_slab[i], s, __ATOMIC_RELEASE);
+}
+
+void _tp_run_release(tp_slab_t *s) {
+  _tp_lock(&_tp_heap_lock);
+  if (s->kind == TP_SLAB_LARGE) {
+    __atomic_store_n(&s->hp->slot_slab[0], NULL, __ATOMIC_RELEASE);
+    free_large(s->hp, s->nhpages);
+  } else {
+    atomic_fetch_sub(&_tp_groups[s->group]->slab_bytes, (size_t)s->nslots * TP_SLOT);
+    free_slots(s->hp, s->first_slot, s->nslots); /* clears the page map for its slots */
+  }
+  _tp_unlock(&_tp_heap_lock);
+  _tp_meta_free(s, s->meta_size);
 }
 
 void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) {

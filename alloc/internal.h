@@ -132,6 +132,7 @@ struct tp_slab_s {
   uint8_t first_slot;
   uint8_t zeroed;        /* medium / large: memory known to be zero */
   uint32_t nhpages;      /* large: run length in hpages */
+  uint32_t meta_size;    /* bytes of this record (released with it) */
   tp_hpage_t *hp;        /* first hpage */
   /* Protected by the owning bin's lock: */
   tp_slab_t *next, *prev;
@@ -275,14 +276,6 @@ void _tp_groups_postfork(int child) TP_INTERNAL;
 /* ---- heap: address space, backing, hpage lists (heap.c) ------------------------------ */
 extern tp_lock_t _tp_heap_lock TP_INTERNAL;
 void _tp_heap_init(void) TP_INTERNAL;
-/* Carves a run of n slots for group g (heap lock held inside). Returns the slot run's address,
- * fills *hp_out and *slot_out, and sets *zeroed when the memory is known to be zero. */
-void *_tp_heap_alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigned *slot_out,
-                           int *zeroed) TP_INTERNAL;
-void _tp_heap_free_slots(tp_hpage_t *h, unsigned slot, unsigned n) TP_INTERNAL;
-/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB). */
-void *_tp_heap_alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroed) TP_INTERNAL;
-void _tp_heap_free_large(tp_hpage_t *h, size_t n) TP_INTERNAL;
 void _tp_heap_prefork(void) TP_INTERNAL;
 void _tp_heap_postfork(int child) TP_INTERNAL;
 /* Calls fn for every heap hpage record in address order (heap lock held by caller). */
@@ -298,6 +291,18 @@ typedef struct tp_heap_counters_s {
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
+
+/* ---- runs (heap.c): the one way a slab/run record is created and released ------------
+ * A run is n slots (small, medium, arena) or n whole hpages (large) carved for group g, with
+ * a zeroed record of meta_size bytes whose base, group, kind, hp, first_slot / nslots or
+ * nhpages, zeroed and meta_size are set. The caller fills in the rest of the record and then
+ * publishes it: only then can free() find it. Slot runs count in g->slab_bytes, and the group
+ * becomes exclusive (hpages of its own) past exclusive_kb, under the heap lock. Release undoes
+ * all of it: page map, slab bytes, slots or hpages, record. The heap is the only writer of the
+ * page map. */
+tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size) TP_INTERNAL;
+void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
+void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
 
 /* ---- slabs and bins (slab.c) --------------------------------------------------------- */
 /* Moves at least `want` objects (when memory allows) and at most `room` of class c of group g
@@ -320,7 +325,6 @@ void *_tp_arena_alloc(tp_group_t *g, size_t size, int zero, size_t *usable) TP_I
 /* Frees p from arena run s; returns its usable size. Aborts on an invalid or double free. */
 size_t _tp_arena_free(tp_slab_t *s, void *p) TP_INTERNAL;
 size_t _tp_arena_usable(const tp_slab_t *s, const void *p) TP_INTERNAL;
-void _tp_arena_release(tp_slab_t *s) TP_INTERNAL; /* destroy: the run and its record */
 #define TP_ARENA_META (sizeof(tp_slab_t) + TP_ARENA_GRANULES)
 
 /* ---- thread caches (tcache.c) -------------------------------------------------------- 

@@ -14,27 +14,13 @@ static size_t slab_meta_size(const tp_class_t *k) { return live_offset(k) + ((k-
 
 static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   const tp_class_t *k = &_tp_classes[c];
-  tp_slab_t *s = _tp_meta_alloc(slab_meta_size(k));
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_SMALL, k->nslots, 0, slab_meta_size(k));
   if (s == NULL) return NULL;
-  tp_hpage_t *h;
-  unsigned slot;
-  int zeroed;
-  void *mem = _tp_heap_alloc_slots(g, k->nslots, &h, &slot, &zeroed);
-  if (mem == NULL) {
-    _tp_meta_free(s, slab_meta_size(k));
-    return NULL;
-  }
-  s->base = (uintptr_t)mem;
   s->recip = k->recip;
   s->size = k->size;
   s->nobj = k->nobj;
   s->small_nobj = k->nobj;
   s->cls = (uint16_t)c;
-  s->group = g->id;
-  s->kind = TP_SLAB_SMALL;
-  s->nslots = k->nslots;
-  s->first_slot = (uint8_t)slot;
-  s->hp = h;
   s->nwords = k->nwords;
   s->avail = s->data;
   s->live = (uint8_t *)s + live_offset(k);
@@ -43,17 +29,8 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
     s->avail[w] = left >= 64 ? ~0ull : ((1ull << left) - 1);
   }
   s->navail = k->nobj;
-  for (unsigned i = slot; i < slot + k->nslots; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
-  size_t bytes = atomic_fetch_add(&g->slab_bytes, (size_t)k->nslots * TP_SLOT) + (size_t)k->nslots * TP_SLOT;
-  if (!g->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE) g->exclusive = 1;
+  _tp_run_publish(s);
   return s;
-}
-
-static void slab_release(tp_group_t *g, tp_slab_t *s) {
-  const tp_class_t *k = &_tp_classes[s->cls];
-  atomic_fetch_sub(&g->slab_bytes, (size_t)s->nslots * TP_SLOT);
-  _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
-  _tp_meta_free(s, slab_meta_size(k));
 }
 
 static void partial_push(tp_bin_t *b, tp_slab_t *s) {
@@ -142,7 +119,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     if (s->navail == s->nobj && (b->slabs > 1 || s->nobj < 8 || !bin_hot(g, b))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
-      slab_release(g, s);
+      _tp_run_release(s);
       continue;
     }
     if (!s->in_partial) partial_push(b, s);
@@ -160,7 +137,7 @@ void _tp_bin_trim(tp_group_t *g) {
       if (s->navail != s->nobj) continue;
       partial_unlink(b, s);
       b->slabs--;
-      slab_release(g, s);
+      _tp_run_release(s);
     }
     _tp_unlock(&b->lock);
   }
@@ -192,18 +169,7 @@ void _tp_bin_release_all(tp_group_t *g) {
     _tp_heap_foreach(collect_owned, &col);
     _tp_unlock(&_tp_heap_lock);
     for (size_t i = 0; i < col.n; i++) {
-      tp_slab_t *s = col.list[i];
-      if (s->kind == TP_SLAB_ARENA) {
-        _tp_arena_release(s);
-      } else if (s->kind == TP_SLAB_LARGE) {
-        _tp_heap_free_large(s->hp, s->nhpages);
-        _tp_meta_free(s, TP_BIG_META);
-      } else if (s->kind == TP_SLAB_MEDIUM) {
-        _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
-        _tp_meta_free(s, TP_BIG_META);
-      } else {
-        slab_release(g, s);
-      }
+      _tp_run_release(col.list[i]);
     }
     size_t n = col.n;
     _tp_meta_free(col.list, col.cap * sizeof(tp_slab_t *));

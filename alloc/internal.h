@@ -73,6 +73,7 @@ typedef struct tp_options_s {
   unsigned site_groups;       /* bound on allocation-site groups */
   size_t exclusive_bytes;     /* a group gets hpages of its own past this many slab bytes */
   size_t start_bytes;         /* pool:auto: the heap's first hpages up to this size are on 4 KiB pages */
+  size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
   char regions_path[256];
 } tp_options_t;
 

@@ -46,7 +46,10 @@ assert d["thp"], "thp"
 run "$TP" pool; expect_rc 0 "pool alone means status"; expect_in out "page size" "pool alone"
 
 # Processes: one with tlbpack loaded is listed (with the pool pages it holds), one without is not.
-if [ -n "$LIB" ] && [ -f "$LIB" ]; then
+# (A sanitizer build's library cannot be preloaded into a plain program: that part is left out.)
+if [ -n "$LIB" ] && [ -f "$LIB" ] && ! LD_PRELOAD=$LIB /bin/true 2>/dev/null; then
+  echo "note: $LIB cannot be preloaded into /bin/true here (sanitizer build?): process list not checked"
+elif [ -n "$LIB" ] && [ -f "$LIB" ]; then
   LD_PRELOAD=$LIB sleep 60 & with=$!
   sleep 60 & without=$!
   for _ in $(seq 50); do grep -q libtlbpack "/proc/$with/maps" 2>/dev/null && break; sleep 0.1; done

@@ -69,6 +69,16 @@ static const char *key_list(void) {
   return buf;
 }
 
+const char *_tp_options_key(unsigned i, char *words, size_t n) {
+  if (i >= sizeof keys / sizeof keys[0] - 1 || n == 0) return NULL;
+  const tp_key_t *k = &keys[i];
+  size_t o = 0;
+  snprintf(words, n, "%s", k->kind == K_NUM ? "N" : k->kind == K_PATH ? "PATH" : "");
+  for (const tp_enum_t *e = k->kind == K_ENUM ? k->vals : NULL; e && e->name && o < n; e++)
+    o += (size_t)snprintf(words + o, n - o, "%s%s", o ? "|" : "", e->name);
+  return k->key;
+}
+
 /* The user's text, at most 64 bytes, with anything unprintable as \xNN: a newline or an
  * escape sequence in TLBPACK_CONF must not forge or split a line of ours. */
 static const char *printable(char *out, const char *s, size_t n) {

@@ -5,6 +5,7 @@
  * (after its dependencies'): memory taken before that comes through MAP_HUGETLB. */
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -13,6 +14,18 @@ _Atomic int _tp_ready;
 static atomic_flag init_busy = ATOMIC_FLAG_INIT;
 static _Atomic int late_started;
 static int conf_warnings;
+static int conf_ignored;
+
+/* TLBPACK_CONF, unless the process runs in secure-execution mode (set-user-ID, set-group-ID,
+ * file capabilities: AT_SECURE, as secure_getenv decides). There the environment belongs to
+ * a less privileged user, and regions:PATH would have the program create or truncate any file
+ * it can write. So every setting from the environment is ignored, not only the file names:
+ * the defaults apply, and no file named by the environment is ever opened. */
+static const char *conf_from_env(void) {
+  const char *conf = secure_getenv("TLBPACK_CONF");
+  if (conf == NULL && getauxval(AT_SECURE) != 0 && getenv("TLBPACK_CONF") != NULL) conf_ignored = 1;
+  return conf;
+}
 
 static void prefork(void) {
   _tp_tcache_prefork();
@@ -36,7 +49,7 @@ static void postfork_child(void) {
 static void init_core(void) {
   while (atomic_flag_test_and_set_explicit(&init_busy, memory_order_acquire)) sched_yield();
   if (atomic_load(&_tp_ready) == 0) {
-    conf_warnings = _tp_options_parse(&_tp_opt, getenv("TLBPACK_CONF"), NULL);
+    conf_warnings = _tp_options_parse(&_tp_opt, conf_from_env(), NULL);
     _tp_classes_init();
     _tp_groups_init();
     _tp_heap_init();
@@ -50,8 +63,11 @@ static void init_late(void) {
   if (!atomic_compare_exchange_strong(&late_started, &expected, 1)) return;
   if (conf_warnings) { /* printed now that stdio may allocate */
     tp_options_t scratch;
-    _tp_options_parse(&scratch, getenv("TLBPACK_CONF"), stderr);
+    _tp_options_parse(&scratch, conf_from_env(), stderr);
   }
+  if (conf_ignored)
+    _tp_message("TLBPACK_CONF ignored: this program runs in secure-execution mode (set-user-ID, "
+                "set-group-ID or file capabilities); the defaults apply");
   _tp_tcache_key_init();
   _tp_stats_keep_stderr();
   pthread_atfork(prefork, postfork_parent, postfork_child);

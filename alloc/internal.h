@@ -73,6 +73,7 @@ typedef struct tp_options_s {
   unsigned site_groups;       /* bound on allocation-site groups */
   size_t exclusive_bytes;     /* a group gets hpages of its own past this many slab bytes */
   size_t start_bytes;         /* pool:auto: the heap's first hpages up to this size are on 4 KiB pages */
+  size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
   char regions_path[256];
 } tp_options_t;
 
@@ -81,6 +82,10 @@ extern tp_options_t _tp_opt TP_INTERNAL;
  * Returns the number of warnings. Pure: usable by unit tests and fuzzers. */
 int _tp_options_parse(tp_options_t *opt, const char *conf, FILE *warn) TP_INTERNAL;
 void _tp_options_defaults(tp_options_t *opt) TP_INTERNAL;
+/* Key i of the option table, for tools that describe TLBPACK_CONF (`tlbpack run --help`):
+ * its name, and its values in `words` ("a|b|c", "N" for a whole number, "PATH"). NULL past
+ * the last key. */
+const char *_tp_options_key(unsigned i, char *words, size_t n) TP_INTERNAL;
 
 /* ---- messages (alloc.c) -------------------------------------------------------------- */
 void _tp_message(const char *fmt, ...) TP_INTERNAL __attribute__((format(printf, 1, 2)));

@@ -1,5 +1,6 @@
 /* TLBPACK_CONF="key:value,key:value" (MALLOC_CONF style). One table, one warning per bad
  * entry naming the key and what would be accepted; the default is kept. No malloc here. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@ void _tp_options_defaults(tp_options_t *o) {
   o->site_groups = 128;
   o->exclusive_bytes = (size_t)256 << 10;
   o->start_bytes = (size_t)8 << 20;
+  o->pool_max = SIZE_MAX;
 }
 
 typedef struct { const char *name; int value; } tp_enum_t;
@@ -53,6 +55,7 @@ static const tp_key_t keys[] = {
     {"sites", K_NUM, NULL, OFF(site_groups), 1, TP_MAX_GROUPS - 64, 1, "a whole number, 1-960"},
     {"exclusive_kb", K_NUM, NULL, OFF(exclusive_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
     {"start_kb", K_NUM, NULL, OFF(start_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
+    {"pool_max", K_NUM, NULL, OFF(pool_max), 0, 1u << 20, 1, "a whole number of 2 MiB pages, 0-1048576"},
     {NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 /* "stats, pool, ...": every key, for the unknown-key warning (built once; no malloc). */
@@ -64,6 +67,16 @@ static const char *key_list(void) {
       o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", o ? ", " : "", t->key);
   }
   return buf;
+}
+
+const char *_tp_options_key(unsigned i, char *words, size_t n) {
+  if (i >= sizeof keys / sizeof keys[0] - 1 || n == 0) return NULL;
+  const tp_key_t *k = &keys[i];
+  size_t o = 0;
+  snprintf(words, n, "%s", k->kind == K_NUM ? "N" : k->kind == K_PATH ? "PATH" : "");
+  for (const tp_enum_t *e = k->kind == K_ENUM ? k->vals : NULL; e && e->name && o < n; e++)
+    o += (size_t)snprintf(words + o, n - o, "%s%s", o ? "|" : "", e->name);
+  return k->key;
 }
 
 /* The user's text, at most 64 bytes, with anything unprintable as \xNN: a newline or an

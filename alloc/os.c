@@ -97,10 +97,19 @@ int _tp_os_promote(void *addr) {
   return madvise(addr, TP_HPAGE, MADV_COLLAPSE) == 0 ? 0 : -1;
 }
 
+/* One process must not take a pool that others share: past pool_max pages, the pool is
+ * treated as empty (THP, then 4 KiB). Pages held count retained empty ones: they still hold
+ * pool memory. */
 int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
+  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB];
   for (int src = want; src <= TP_SRC_4K; src++) {
+    if (src == TP_SRC_HUGETLB && held >= _tp_opt.pool_max) {
+      _tp_os.pool_capped++;
+      continue;
+    }
     if (try_source(addr, src) == 0) {
       apply_numa(addr, TP_HPAGE, node);
+      if (src == TP_SRC_HUGETLB && held + 1 > _tp_os.pool_peak) _tp_os.pool_peak = held + 1;
       return src;
     }
     if (fallbacks) (*fallbacks)++;

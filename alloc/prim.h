@@ -16,7 +16,9 @@ void *_tp_os_reserve(void *hint, size_t len, size_t align) __attribute__((visibi
 
 /* Backs one hpage at addr with the first source that works, starting at `want`
  * (TP_SRC_HUGETLB..TP_SRC_4K). Returns the source used; *fallbacks counts the failed ones.
- * Never fails: 4 KiB pages are the last resort (returns TP_SRC_NONE only if even that fails). */
+ * Never fails: 4 KiB pages are the last resort (returns TP_SRC_NONE only if even that fails).
+ * Called with the heap lock held: the hugetlbfs pool is skipped, as if it were empty, while the
+ * heap holds pool_max pool pages (_tp_heap_ctr), and that is counted in _tp_os.pool_capped. */
 int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) __attribute__((visibility("hidden")));
 
 /* Gives the hpage's memory back (to the hugetlbfs pool or the OS); keeps the range reserved. */
@@ -37,6 +39,9 @@ typedef struct tp_os_info_s {
   int numa_nodes;           /* 0 = libnuma unavailable */
   int numa_mode;            /* the mode in force after discovery */
   char numa_note[96];
+  /* Counted by _tp_os_back under the heap lock: */
+  size_t pool_capped;       /* hpages that skipped the hugetlbfs pool because of pool_max */
+  size_t pool_peak;         /* most hugetlbfs pool pages held at once */
 } tp_os_info_t;
 extern tp_os_info_t _tp_os __attribute__((visibility("hidden")));
 

@@ -45,6 +45,13 @@ void tp_stats_get(tp_stats_t *st) {
   st->density = st->mapped_bytes ? (double)st->live_bytes / (double)st->mapped_bytes : 0.0;
 }
 
+/* The pool_max cap in force, or `none` when there is no cap. */
+static const char *pool_max_text(char buf[24], const char *none) {
+  if (_tp_opt.pool_max == SIZE_MAX) return none;
+  snprintf(buf, 24, "%zu", _tp_opt.pool_max);
+  return buf;
+}
+
 static const char *pool_name(void) {
   static const char *names[] = {"auto", "hugetlbfs", "thp", "4k"};
   return names[_tp_opt.pool & 3];
@@ -59,6 +66,7 @@ void tp_stats_print(FILE *out, int json) {
   tp_heap_counters_t c = _tp_heap_ctr;
   static const char *group_names[] = {"site", "thread", "none"};
   const char *mount = _tp_os.mount[0] ? _tp_os.mount : "";
+  char max_buf[24];
   if (json) {
     fprintf(out,
             "{\"pid\":%d,\"pool\":\"%s\",\"group\":\"%s\",\"hugetlbfs_mount\":\"%s\","
@@ -67,11 +75,13 @@ void tp_stats_print(FILE *out, int json) {
             "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
             "\"pages_thp\":%zu,"
             "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
+            "\"pool_pages_peak\":%zu,\"pool_capped\":%zu,\"pool_max\":%s,"
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
             _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
-            c.fork_unshared, c.promoted, st.density, _tp_os.numa_nodes, _tp_os.numa_note);
+            c.fork_unshared, c.promoted, st.density, _tp_os.pool_peak, _tp_os.pool_capped,
+            pool_max_text(max_buf, "null"), _tp_os.numa_nodes, _tp_os.numa_note);
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
     fprintf(out, "]}\n");
@@ -95,6 +105,9 @@ void tp_stats_print(FILE *out, int json) {
   ROW("density", "%.4f", st.density);
   ROW("fork_unshared", "%zu", c.fork_unshared);
   ROW("pages_promoted", "%zu", c.promoted);
+  ROW("pool_pages_peak", "%zu", _tp_os.pool_peak);
+  ROW("pool_capped", "%zu", _tp_os.pool_capped);
+  ROW("pool_max", "%s", pool_max_text(max_buf, "none"));
   ROW("reserved_bytes", "%zu", c.reserved_bytes);
   ROW("meta_bytes", "%zu", _tp_meta_bytes());
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);

@@ -56,6 +56,8 @@ run bad_frees             bash $it/bad_free.sh
 [ -x "$TP_BUILD_DIR/it_bad_free_criterion" ] &&
 run bad_frees_criterion   "$TP_BUILD_DIR/it_bad_free_criterion" --jobs 1
 run conf_fuzz             bash $it/conf_fuzz.sh 3000 "$seed"
+run set_user_id_conf      bash $it/secure_exec.sh
+run pool_max_share        bash $it/pool_share.sh
 run python_script         bash $it/real_python.sh
 run git_repo              bash $it/real_git.sh
 run sqlite3               bash $it/real_sqlite.sh

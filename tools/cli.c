@@ -257,6 +257,21 @@ int tpc_conf_check(const char *verb, const char *conf) {
   return warnings ? -1 : 0;
 }
 
+void tpc_conf_keys_help(FILE *out, int indent, int width) {
+  char words[128], item[160];
+  const char *name;
+  int col = 0;
+  for (unsigned i = 0; (name = _tp_options_key(i, words, sizeof words)); i++) {
+    int n = snprintf(item, sizeof item, "%s:%s", name, words);
+    if (col > 0 && col + 2 + n > width) {
+      fputc('\n', out);
+      col = 0;
+    }
+    col += col ? fprintf(out, "  %s", item) : fprintf(out, "%*s%s", indent, "", item);
+  }
+  if (col) fputc('\n', out);
+}
+
 int tpc_conf_has(const char *conf, const char *key) {
   size_t klen = strlen(key);
   const char *item = conf;

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TPC_EXIT_FAIL 1
 #define TPC_EXIT_USAGE 2
@@ -48,6 +49,9 @@ int tpc_write_long(const char *path, long value);
 /* Checks one TLBPACK_CONF list "k:v,k:v" against the keys the allocator documents.
  * Returns 0, or prints what is wrong (naming the item and what is accepted) and returns -1. */
 int tpc_conf_check(const char *verb, const char *conf);
+/* Prints every TLBPACK_CONF key with its values ("stats:0|1|text|json", "retain_mb:N"), from
+ * the allocator's own table, as many on a line as fit in `width` columns, indented by `indent`. */
+void tpc_conf_keys_help(FILE *out, int indent, int width);
 /* Nonzero when the conf list sets `key`. */
 int tpc_conf_has(const char *conf, const char *key);
 

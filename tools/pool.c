@@ -45,7 +45,9 @@ static void pool_usage(FILE *out) {
           "pool:hugetlbfs) maps first. Without a pool tlbpack falls back to THP, then 4 KiB pages.\n"
           "\n"
           "  status           page sizes with total, free, reserved and surplus pages, the\n"
-          "                   hugetlbfs mount points, pages per NUMA node and the THP mode\n"
+          "                   hugetlbfs mount points, pages per NUMA node and the THP mode, and\n"
+          "                   the running processes that have libtlbpack.so loaded with the pool\n"
+          "                   pages each holds (as root: every process; else your own)\n"
           "    --json         the same as one JSON object\n"
           "  reserve SIZE     grow the pool to at least SIZE (root): a size (256M, 1G, 512MiB)\n"
           "                   or a page count (128); mounts hugetlbfs at /dev/hugepages when\n"
@@ -167,6 +169,135 @@ static void thp_mode(const char *file, char *out, size_t n) {
   else snprintf(out, n, "%s", buf);
 }
 
+static void json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') printf("\\%c", *s);
+    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+    else putchar(*s);
+  }
+  putchar('"');
+}
+
+/* ---- processes using tlbpack ----------------------------------------------------------- */
+/* A process uses tlbpack when libtlbpack.so is mapped (preloaded, /etc/ld.so.preload, or
+ * linked): /proc/PID/maps. What it holds comes from smaps_rollup (smaps before Linux 4.14):
+ * Private_Hugetlb + Shared_Hugetlb are its pool pages that have been touched (reserved but
+ * untouched ones show only in the pool's reserved count), AnonHugePages its THP. Other users'
+ * processes can be read only by root. */
+typedef struct {
+  int pid;
+  char comm[64];
+  uint64_t hugetlb_kb, thp_kb, rss_kb;
+} tp_proc_t;
+
+static int maps_have_tlbpack(int pid) {
+  char path[64], line[PATH_MAX + 256];
+  snprintf(path, sizeof path, "/proc/%d/maps", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    const char *slash = strrchr(line, '/');
+    found = slash && !strncmp(slash + 1, "libtlbpack.so", 13);
+  }
+  fclose(f);
+  return found;
+}
+
+static int read_usage(tp_proc_t *p) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/smaps_rollup", p->pid);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(path, sizeof path, "/proc/%d/smaps", p->pid);
+    if (!(f = fopen(path, "r"))) return -1;
+  }
+  unsigned long long kb;
+  char key[64];
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%63[^:]: %llu kB", key, &kb) != 2) continue;
+    if (!strcmp(key, "Private_Hugetlb") || !strcmp(key, "Shared_Hugetlb")) p->hugetlb_kb += kb;
+    else if (!strcmp(key, "AnonHugePages")) p->thp_kb += kb;
+    else if (!strcmp(key, "Rss")) p->rss_kb += kb;
+  }
+  fclose(f);
+  snprintf(path, sizeof path, "/proc/%d/comm", p->pid);
+  if (tpc_read_file(path, p->comm, sizeof p->comm) != 0) snprintf(p->comm, sizeof p->comm, "?");
+  return 0;
+}
+
+static int by_pool_pages(const void *a, const void *b) {
+  const tp_proc_t *x = a, *y = b;
+  if (x->hugetlb_kb != y->hugetlb_kb) return x->hugetlb_kb < y->hugetlb_kb ? 1 : -1;
+  return x->pid - y->pid;
+}
+
+/* The processes with libtlbpack.so mapped, most pool pages first; *unreadable counts the
+ * processes whose maps could not be read (other users' when not root). Caller frees. */
+static tp_proc_t *tlbpack_processes(int *count, int *unreadable) {
+  *count = *unreadable = 0;
+  DIR *d = opendir("/proc");
+  if (!d) return NULL;
+  tp_proc_t *v = NULL;
+  int cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    int has = maps_have_tlbpack((int)pid);
+    if (has < 0 && errno == EACCES) (*unreadable)++;
+    if (has <= 0) continue;
+    if (*count == cap) {
+      tp_proc_t *nv = realloc(v, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *v);
+      if (!nv) break;
+      v = nv;
+    }
+    tp_proc_t *p = &v[*count];
+    memset(p, 0, sizeof *p);
+    p->pid = (int)pid;
+    if (read_usage(p) == 0) (*count)++; /* gone meanwhile: skipped */
+    else if (errno == EACCES) (*unreadable)++;
+  }
+  closedir(d);
+  if (*count > 1) qsort(v, (size_t)*count, sizeof *v, by_pool_pages);
+  return v;
+}
+
+static void print_processes(int json, uint64_t ps) {
+  int n, unreadable;
+  tp_proc_t *v = tlbpack_processes(&n, &unreadable);
+  uint64_t kb_per_page = ps >> 10 ? ps >> 10 : 2048, total_kb = 0;
+  char b1[32], b2[32];
+  for (int i = 0; i < n; i++) total_kb += v[i].hugetlb_kb;
+  if (json) {
+    printf(",\"processes\":[");
+    for (int i = 0; i < n; i++) {
+      printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", v[i].pid);
+      json_str(v[i].comm);
+      printf(",\"hugetlb_pages\":%" PRIu64 ",\"hugetlb_kb\":%" PRIu64 ",\"thp_kb\":%" PRIu64
+             ",\"rss_kb\":%" PRIu64 "}",
+             v[i].hugetlb_kb / kb_per_page, v[i].hugetlb_kb, v[i].thp_kb, v[i].rss_kb);
+    }
+    printf("],\"processes_unreadable\":%d", unreadable);
+  } else {
+    printf("processes using tlbpack (libtlbpack.so mapped): %d", n);
+    if (n) printf(", holding %" PRIu64 " pool pages (%s) in all", total_kb / kb_per_page,
+                  tpc_fmt_bytes(total_kb << 10, b1, sizeof b1));
+    putchar('\n');
+    if (n) printf("  %8s %11s %10s %10s  %s\n", "pid", "pool pages", "thp", "rss", "command");
+    for (int i = 0; i < n; i++)
+      printf("  %8d %11" PRIu64 " %10s %10s  %s\n", v[i].pid, v[i].hugetlb_kb / kb_per_page,
+             tpc_fmt_bytes(v[i].thp_kb << 10, b1, sizeof b1), tpc_fmt_bytes(v[i].rss_kb << 10, b2, sizeof b2),
+             v[i].comm);
+    if (unreadable)
+      printf("  (%d %s could not be read%s)\n", unreadable, unreadable == 1 ? "process" : "processes",
+             geteuid() ? ": run as root to see every process" : "");
+  }
+  free(v);
+}
+
 /* ---- status ---------------------------------------------------------------------------- */
 static void print_nodes(uint64_t ps, int json) {
   DIR *d = opendir("/sys/devices/system/node");
@@ -189,16 +320,6 @@ static void print_nodes(uint64_t ps, int json) {
     first = 0;
   }
   closedir(d);
-}
-
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-    else putchar(*s);
-  }
-  putchar('"');
 }
 
 static int pool_status(int json) {
@@ -232,7 +353,9 @@ static int pool_status(int json) {
       json_str(mounts[i].path);
       printf(",\"page_size\":%" PRIu64 "}", mounts[i].page_size);
     }
-    printf("],\"thp\":\"%s\",\"thp_defrag\":\"%s\"}\n", thp, defrag);
+    printf("],\"thp\":\"%s\",\"thp_defrag\":\"%s\"", thp, defrag);
+    print_processes(1, def);
+    printf("}\n");
     return 0;
   }
 
@@ -266,6 +389,7 @@ static int pool_status(int json) {
   for (int i = 0; i < nm; i++)
     printf("  %s (%s pages)\n", mounts[i].path, tpc_fmt_bytes(mounts[i].page_size, b1, sizeof b1));
   printf("transparent huge pages: %s (defrag: %s)\n", thp, defrag);
+  print_processes(0, def);
 
   hp_counts_t d;
   read_counts(def, &d);

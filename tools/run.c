@@ -17,11 +17,9 @@ static void run_usage(FILE *out) {
           "and TLBPACK_CONF set, so every malloc/free of PROGRAM is served by tlbpack.\n"
           "\n"
           "  -c, --conf K:V,...  allocator options, added after any TLBPACK_CONF already set\n"
-          "                      (may be repeated); keys and values:\n"
-          "                        stats:0|1|text|json  pool:auto|hugetlbfs|thp|4k\n"
-          "                        group:site|thread|none  regions:PATH  retain_mb:N\n"
-          "                        numa:local|interleave|off  verbose:0|1  sites:N\n"
-          "                        exclusive_kb:N   (see man 3 tlbpack)\n"
+          "                      (may be repeated); keys and values (see man 3 tlbpack):\n");
+  tpc_conf_keys_help(out, 24, 88);
+  fprintf(out,
           "  -s, --stats         print the allocator's stats on stderr at exit (adds stats:1\n"
           "                      unless the conf already sets stats)\n"
           "  -l, --lib PATH      preload this libtlbpack.so instead of the one found beside\n"

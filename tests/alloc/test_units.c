@@ -66,7 +66,7 @@ Test(options, every_documented_key_is_accepted) {
   tp_options_t o;
   char w[512] = {0};
   cr_assert_eq(parse(&o, "stats:1,pool:4k,group:thread,numa:interleave,regions:/tmp/r.txt,retain_mb:8,"
-                         "sites:10,exclusive_kb:256,verbose:1", w, sizeof w), 0, "%s", w);
+                         "sites:10,exclusive_kb:256,verbose:1,pool_max:12", w, sizeof w), 0, "%s", w);
   cr_assert_eq(o.stats, TP_STATS_TEXT);
   cr_assert_eq(o.pool, TP_POOL_4K);
   cr_assert_eq(o.group, TP_GROUP_THREAD);
@@ -76,6 +76,21 @@ Test(options, every_documented_key_is_accepted) {
   cr_assert_eq(o.site_groups, 10);
   cr_assert_eq(o.exclusive_bytes, 256 * 1024);
   cr_assert_eq(o.verbose, 1);
+  cr_assert_eq(o.pool_max, 12);
+}
+
+Test(options, pool_max_is_uncapped_by_default_and_takes_whole_pages_up_to_a_million) {
+  tp_options_t o;
+  char w[512] = {0};
+  cr_assert_eq(parse(&o, "", w, sizeof w), 0);
+  cr_assert_eq(o.pool_max, SIZE_MAX);
+  cr_assert_eq(parse(&o, "pool_max:0", w, sizeof w), 0, "%s", w);
+  cr_assert_eq(o.pool_max, 0, "0: no page from the pool");
+  cr_assert_eq(parse(&o, "pool_max:1048576", w, sizeof w), 0, "%s", w);
+  cr_assert_eq(o.pool_max, 1048576);
+  cr_assert_eq(parse(&o, "pool_max:1048577,pool_max:-1,pool_max:8M", w, sizeof w), 3, "%s", w);
+  cr_assert_eq(o.pool_max, SIZE_MAX);
+  cr_assert(strstr(w, "a whole number of 2 MiB pages, 0-1048576") != NULL, "%s", w);
 }
 
 Test(options, a_bad_value_warns_naming_the_key_and_keeps_the_default) {

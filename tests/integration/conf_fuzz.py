@@ -67,6 +67,9 @@ cases = [
     ("pool:auto,group:site", 0, None, False),
     ("pool:4k,group:none,retain_mb:0", 0, None, False),
     ("pool:thp,group:thread,retain_mb:64", 0, None, False),
+    ("pool_max:0,pool_max:4", 0, None, False),
+    ("pool_max:-2", 1, "pool_max", False),
+    ("pool_max:1048577", 1, "pool_max", False),
     ("bogus:1", 1, "bogus", False),
     ("pool:huge", 1, "pool", False),
     ("pool:", 1, "pool", False),
@@ -111,7 +114,7 @@ if is_tlbpack:
         failures.append("pool:4k next to a bad key was not honoured: %s" % st)
 
 rng = random.Random(seed)
-KEYS = ["stats", "pool", "group", "regions", "retain_mb", "", "STATS", "pool ", " pool", "x" * 300, "\xff", "retain_mb\t"]
+KEYS = ["stats", "pool", "group", "regions", "retain_mb", "pool_max", "", "STATS", "pool ", " pool", "x" * 300, "\xff", "retain_mb\t"]
 VALUES = ["1", "0", "json", "auto", "hugetlbfs", "thp", "4k", "site", "thread", "none", "", "-1", "0x10",
           "18446744073709551616", "1e9", "9" * 50, " ", ":", ",", "=", "%n%s%s", "\\", "y" * 5000, "\u00e9\u00e9"]
 for i in range(n_random):

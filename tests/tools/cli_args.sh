@@ -39,6 +39,10 @@ if [ -n "${ALLOC_OPTIONS:-}" ] && [ -e "$ALLOC_OPTIONS" ]; then
     if printf '%s' "$ERR" | grep -q "unknown key"; then fail "allocator key '$key' is unknown to tlbpack run"
     else ok "allocator key $key known"; fi
   done
+  run "$TP" run --help
+  for key in $(sed -n 's/^ *{"\([a-z_]*\)", K_.*/\1/p' "$ALLOC_OPTIONS"); do
+    expect_in out " $key:" "run --help lists allocator key $key"
+  done
 fi
 run "$TP" run --lib /nonexistent/libtlbpack.so -- true; expect_rc 1 "run --lib missing"
 expect_in err "/nonexistent/libtlbpack.so" "run --lib missing named"

@@ -1,7 +1,8 @@
 /* Fuzz target for the TLBPACK_CONF parser (_tp_options_parse in alloc/options.c).
  *
  * Invariants checked on every input (a violation aborts, which the fuzzer reports):
- *   - every option ends inside its documented range (enums, retain_mb, sites, exclusive_kb),
+ *   - every option ends inside its documented range (enums, retain_mb, sites, exclusive_kb,
+ *     pool_max),
  *     regions_path is NUL-terminated;
  *   - the warnings written are exactly `returned count` lines, each starting with
  *     "tlbpack: TLBPACK_CONF: ", at most 400 characters, with no newline inside (one warning
@@ -61,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   CHECK(a.retain_bytes % (1u << 20) == 0 && a.retain_bytes <= ((size_t)1 << 40), "retain_bytes = %zu", a.retain_bytes);
   CHECK(a.site_groups >= 1 && a.site_groups <= 960, "site_groups = %u", a.site_groups);
   CHECK(a.exclusive_bytes % 1024 == 0 && a.exclusive_bytes <= ((size_t)1 << 32), "exclusive_bytes = %zu", a.exclusive_bytes);
+  CHECK(a.pool_max == SIZE_MAX || a.pool_max <= ((size_t)1 << 20), "pool_max = %zu", a.pool_max);
   CHECK(memchr(a.regions_path, 0, sizeof a.regions_path) != NULL, "regions_path not terminated");
 
   CHECK(wa >= 0 && (size_t)wa <= entries, "%d warnings for %zu entries", wa, entries);
@@ -110,7 +112,7 @@ static void load(const char *path) {
   fclose(f);
 }
 static const char *tokens[] = {"stats", "pool", "group", "numa", "verbose", "regions", "retain_mb",
-                               "sites", "exclusive_kb", ":", ",", "1", "0", "json", "auto", "4k", "thp",
+                               "sites", "exclusive_kb", "pool_max", ":", ",", "1", "0", "json", "auto", "4k", "thp",
                                "hugetlbfs", "site", "thread", "none", "99999999999999999999", "-1", "\n"};
 
 int main(int argc, char **argv) {

@@ -77,6 +77,9 @@ typedef struct ts_config_s {
   uint32_t lat_l2;                 /* each L1 miss that looks up the L2 TLB */
   uint32_t lat_walk;               /* fixed cost of starting a walk */
   uint32_t lat_ref;                /* each page-table memory reference */
+  /* Which keys ts_config_set() was given (bookkeeping; ts_config_preset() clears it), so that
+   * ts_config_check() can refuse a setting this configuration would ignore. */
+  uint64_t given;
 } ts_config_t;
 
 /* Counters. Demand accesses and software prefetches are counted apart. */

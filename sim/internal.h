@@ -30,6 +30,21 @@ static inline unsigned _ts_shift(int ps) { return 12u + 9u * (unsigned)ps; }
 
 void _ts_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Bits of ts_config_t.given. Per TLB t, TS_G_TLB(t, f) with f one of the fields below; for a
+ * separate array of page size ps (2M, 1G) the fields are 1 + 2 ps (entries) and 2 + 2 ps (ways). */
+enum { TS_GF_WAYS = 0, TS_GF_SIZES = 1, TS_GF_POLICY = 2 };
+#define TS_G_TLB(t, f) (1ull << (8 * (t) + (f)))
+#define TS_G_HUGE_ENTRIES(t, ps) TS_G_TLB(t, 1 + 2 * (ps))
+#define TS_G_HUGE_WAYS(t, ps) TS_G_TLB(t, 2 + 2 * (ps))
+#define TS_G_L2_INSTR (1ull << 32)
+#define TS_G_L1D_STORES (1ull << 33)
+#define TS_G_PWC(k) (1ull << (32 + (k)))     /* pwc.lK, K = 2..5: bits 34..37 */
+#define TS_G_HPWC (1ull << 38)               /* any hpwc.* key */
+#define TS_G_HPWC_L(k) (1ull << (37 + (k)))  /* hpwc.lK: bits 39..42 */
+#define TS_G_HOST_LEVELS (1ull << 43)
+#define TS_G_ASID_COUNT (1ull << 44)
+#define TS_G_SEED (1ull << 45)
+
 /* ---- replacement policies: one table of function pointers ---------------------------- */
 struct ts_array_s;
 typedef struct ts_policy_s {

@@ -40,6 +40,16 @@ has "$T/err" "bad.reg:1: range 0x1000-0x3000 is not 2 MiB aligned"
 expect_rc 0 "$SIM" --help
 has "$T/out" "l1d.entries"
 
+# A --set the configuration would ignore is an error naming it; a new L2 holds 4K pages.
+expect_rc 2 "$SIM" --cpu custom --set l2.ways=12 "$T/bad.trace"
+has "$T/err" "tlbsim: --set l2.ways=12 has no effect: l2.entries is 0"
+expect_rc 2 "$SIM" --asid-mode flush --set asid.count=3 "$T/bad.trace"
+has "$T/err" "--set asid.count=3 has no effect in asid.mode=flush"
+printf 'R 1000\nR 2000\nR 1000\n' >"$T/l2.trace"
+expect_rc 0 "$SIM" --json --cpu custom --set l1d.entries=1 --set l2.entries=1536 --set l2.ways=12 "$T/l2.trace"
+has "$T/out" '"l2_hits": 1,'
+has "$T/out" '"walks": 2,'
+
 # JSON: every field of the DESIGN contract, as integers.
 "$GEN" -n 20000 -p 512 --pattern random --format text -o "$T/r.trace" || fail "generator"
 expect_rc 0 "$SIM" --json --cpu zen4 "$T/r.trace"

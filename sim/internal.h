@@ -30,6 +30,13 @@ static inline unsigned _ts_shift(int ps) { return 12u + 9u * (unsigned)ps; }
 
 void _ts_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Every allocation of the simulator goes through these. Test hook: with _ts_alloc_fail_in = n
+ * (> 0), the n-th allocation from then on fails (and the counter stops at 0 = never). */
+extern unsigned long _ts_alloc_fail_in;
+void *_ts_malloc(size_t n);
+void *_ts_calloc(size_t n, size_t size);
+void *_ts_realloc(void *p, size_t n);
+
 /* Bits of ts_config_t.given. Per TLB t, TS_G_TLB(t, f) with f one of the fields below; for a
  * separate array of page size ps (2M, 1G) the fields are 1 + 2 ps (entries) and 2 + 2 ps (ways). */
 enum { TS_GF_WAYS = 0, TS_GF_SIZES = 1, TS_GF_POLICY = 2 };
@@ -317,7 +324,7 @@ void _ts_pagemap_pt_pages(const ts_pagemap_t *m, int levels, uint64_t *out);
 
 /* An open-addressing set of nonzero 64-bit keys; grows with the footprint only. */
 typedef struct ts_hset_s { uint64_t *slots; size_t cap, n; } ts_hset_t;
-bool _ts_hset_insert(ts_hset_t *h, uint64_t key);   /* true when key was new */
+int _ts_hset_insert(ts_hset_t *h, uint64_t key);   /* 1: key was new, 0: known, -1: out of memory */
 void _ts_hset_free(ts_hset_t *h);
 
 /* The 4K pages touched under each page table (level-1 directory): an open-addressing map from
@@ -354,7 +361,7 @@ struct ts_sim_s {
   ts_pwcs_t pwc, hpwc;
   ts_pagemap_t pm;
   bool uniform;             /* no ranges loaded: every address has cfg.page_size */
-  bool started;
+  uint8_t state;            /* TS_NEW, TS_RUNNING, or TS_FAILED (out of memory: error says) */
   ts_aspace_t as;
   ts_hset_t touched;        /* distinct 2M/1G pages and directories above level 1 (footprint keys) */
   ts_ptmap_t pt4k;          /* level-1 directories and the 4K pages touched under each */
@@ -364,10 +371,15 @@ struct ts_sim_s {
   uint64_t va_mask;         /* addresses wrap at 12 + 9 * levels bits */
   ts_array_t *l1_of[2][TS_NSIZES];  /* [0] data, [1] instructions: the L1 array by page size */
   ts_stats_t st;
+  char error[160];          /* why the state is TS_FAILED */
 };
+enum { TS_NEW = 0, TS_RUNNING = 1, TS_FAILED = 2 };
 
-/* Records a first touch of a page; counts new pages and directories. */
-void _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps);
+/* Marks the simulator failed (the first reason is kept): every later access is refused. */
+void _ts_fail(ts_sim_t *s, const char *what);
+
+/* Records a first touch of a page; counts new pages and directories. -1: out of memory. */
+int _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps);
 int _ts_aspace_init(ts_aspace_t *as, uint32_t nslots);
 void _ts_aspace_free(ts_aspace_t *as);
 

@@ -5,7 +5,8 @@
  *
  * Options before the first trace apply to every run; in --compare mode options after a trace
  * apply to that trace only (its --regions/--smaps, or --asid-mode to cost both modes on one
- * trace). Exit status: 0, or 2 for any bad input (usage, --set, a file, a trace line).
+ * trace). Exit status: 0, 2 for any bad input (usage, --set, a file, a trace line), 1 when the
+ * simulator runs out of memory.
  */
 #include "tlbsim.h"
 
@@ -59,8 +60,9 @@ static const char *const with_value[] = {"--cpu", "--set", "--page-size", "--reg
                                          "--levels", "--nested", "--asid-mode", "--format",
                                          "--label", NULL};
 
-/* Configures, loads ranges and runs one side. Returns the sim or NULL (message printed). */
-static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare, bool *failed) {
+/* Configures, loads ranges and runs one side. Returns the sim, or NULL (message printed) with
+ * the exit status in *status. */
+static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare, int *status) {
   char err[512];
   const char *cpu = "skylake", *fmt = "auto";
   const side_t *parts[2] = {common, side};
@@ -69,7 +71,7 @@ static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare
       if (!strcmp(parts[p]->opt[i].name, "--cpu")) cpu = parts[p]->opt[i].val;
       if (!strcmp(parts[p]->opt[i].name, "--format")) fmt = parts[p]->opt[i].val;
     }
-  *failed = true;
+  *status = 2;
   ts_config_t cfg;
   if (ts_config_preset(&cfg, cpu)) {
     die("--cpu %s: expected core2, skylake, goldencove, zen2, zen3, zen4 or custom%s", cpu, "");
@@ -125,10 +127,11 @@ static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare
   if (rc) {
     if (compare) die("%s: %s", path, err);
     else die("%s%s", err, "");
+    if (ts_sim_error(s)) *status = 1;
     ts_sim_free(s);
     return NULL;
   }
-  *failed = false;
+  *status = 0;
   return s;
 }
 
@@ -176,20 +179,20 @@ int main(int argc, char **argv) {
     cur = 1;
     if (isatty(0)) fprintf(stderr, "tlbsim: reading a trace from stdin (see --help)\n");
   }
-  bool failed;
+  int status;
   if (!compare) {
-    ts_sim_t *s = run_side(&sides[0], &sides[1], false, &failed);
-    if (!s) return 2;
+    ts_sim_t *s = run_side(&sides[0], &sides[1], false, &status);
+    if (!s) return status;
     const char *label = sides[0].label ? sides[0].label : sides[1].trace ? sides[1].trace : "-";
     if (json) ts_print_json(stdout, s, label);
     else ts_print_text(stdout, s, label);
     ts_sim_free(s);
     return 0;
   }
-  ts_sim_t *a = run_side(&sides[0], &sides[1], true, &failed);
-  if (!a) return 2;
-  ts_sim_t *b = run_side(&sides[0], &sides[2], true, &failed);
-  if (!b) { ts_sim_free(a); return 2; }
+  ts_sim_t *a = run_side(&sides[0], &sides[1], true, &status);
+  if (!a) return status;
+  ts_sim_t *b = run_side(&sides[0], &sides[2], true, &status);
+  if (!b) { ts_sim_free(a); return status; }
   const char *la = sides[1].label ? sides[1].label : sides[1].trace;
   const char *lb = sides[2].label ? sides[2].label : sides[2].trace;
   if (json) ts_print_compare_json(stdout, a, la, b, lb);

@@ -25,20 +25,20 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
   a->policy = (uint8_t)policy;
   a->pol = &_ts_policies[policy];
   a->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
-  a->keys = malloc((size_t)entries * sizeof *a->keys);
-  a->tags = malloc((size_t)entries * sizeof *a->tags);
+  a->keys = _ts_malloc((size_t)entries * sizeof *a->keys);
+  a->tags = _ts_malloc((size_t)entries * sizeof *a->tags);
   bool oom = !a->tags;
-  a->meta = calloc(a->sets, sizeof *a->meta);
-  a->stamp = calloc(entries, sizeof *a->stamp);
+  a->meta = _ts_calloc(a->sets, sizeof *a->meta);
+  a->stamp = _ts_calloc(entries, sizeof *a->stamp);
   if (a->sets == 1 && a->ways > 16) {
     uint32_t n = 64;
     while (n < 4 * a->ways) n *= 2;
     a->hmask = n - 1;
-    a->hidx = calloc(n, sizeof *a->hidx);
+    a->hidx = _ts_calloc(n, sizeof *a->hidx);
     if (!a->hidx) oom = true;
     if (policy == TS_POL_LRU) {
-      a->lnext = malloc(a->ways * sizeof *a->lnext);
-      a->lprev = malloc(a->ways * sizeof *a->lprev);
+      a->lnext = _ts_malloc(a->ways * sizeof *a->lnext);
+      a->lprev = _ts_malloc(a->ways * sizeof *a->lprev);
       if (!a->lnext || !a->lprev) oom = true;
     }
   }

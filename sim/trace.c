@@ -100,6 +100,14 @@ static void bad_line(char *err, size_t errlen, uint64_t no, const char *what, co
   _ts_err(err, errlen, "line %llu: expected %s, got '%s'", (unsigned long long)no, what, shown);
 }
 
+/* A context switch refused: too many address spaces, or the simulator ran out of memory. */
+static int switch_failed(ts_sim_t *s, const char *unit, uint64_t no, char *err, size_t errlen) {
+  if (s->state == TS_FAILED) _ts_err(err, errlen, "%s %llu: %s", unit, (unsigned long long)no, s->error);
+  else _ts_err(err, errlen, "%s %llu: more than %u address spaces", unit, (unsigned long long)no,
+               TS_MAX_SPACES);
+  return -1;
+}
+
 static const char text_expect[] = "R|W|I|P <hex address> [size] or C <asid>";
 static const char lackey_expect[] =
     "a lackey --trace-mem=yes record like ' L 04222cac,4' or 'I  0400d7d4,8'";
@@ -120,11 +128,7 @@ static int text_line(ts_sim_t *s, const char *p, const char *end, uint64_t no, c
     if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p = hex(p + 2, end, &asid);
     else p = dec(p, end, UINT64_MAX, &asid);
     if (!p || ws(p, end) != end) goto bad;
-    if (ts_context_switch(s, asid)) {
-      _ts_err(err, errlen, "line %llu: more than %u address spaces", (unsigned long long)no,
-              TS_MAX_SPACES);
-      return -1;
-    }
+    if (ts_context_switch(s, asid)) return switch_failed(s, "line", no, err, errlen);
     return 0;
   }
   if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p += 2;
@@ -187,6 +191,10 @@ static int run_lines(ts_sim_t *s, reader_t *r, bool lackey, char *err, size_t er
     if (le > p && le[-1] == '\r') le--;
     int rc = lackey ? lackey_line(s, p, le, no, err, errlen) : text_line(s, p, le, no, err, errlen);
     if (rc) return -1;
+    if (TS_UNLIKELY(s->state == TS_FAILED)) {
+      _ts_err(err, errlen, "line %llu: %s", (unsigned long long)no, s->error);
+      return -1;
+    }
     r->pos = (size_t)(nl - r->buf) + (nl < e);
     if (nl == e) return 0;
   }
@@ -204,16 +212,16 @@ static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t f
     if (TS_LIKELY(op == 'R' || op == 'W' || op == 'I' || op == 'P')) {
       _ts_access_inline(s, addr, size, (char)op);
     } else if (op == 'C') {
-      if (ts_context_switch(s, addr)) {
-        _ts_err(err, errlen, "record %llu: more than %u address spaces",
-                (unsigned long long)(first_no + i + 1), TS_MAX_SPACES);
-        return -1;
-      }
+      if (ts_context_switch(s, addr)) return switch_failed(s, "record", first_no + i + 1, err, errlen);
     } else {
       _ts_err(err, errlen, "record %llu: op 0x%02x: expected R, W, I, P or C",
               (unsigned long long)(first_no + i + 1), op);
       return -1;
     }
+  }
+  if (TS_UNLIKELY(s->state == TS_FAILED)) {   /* records after the failure were not counted */
+    _ts_err(err, errlen, "%s", s->error);
+    return -1;
   }
   return 0;
 }
@@ -312,7 +320,7 @@ int ts_run_fd(ts_sim_t *s, int fd, ts_format_t fmt, ts_format_t *detected, char 
       return rc;
     }
   }
-  reader_t r = {fd, malloc(TS_BUF), 0, 0, false};
+  reader_t r = {fd, _ts_malloc(TS_BUF), 0, 0, false};
   if (!r.buf) { _ts_err(err, errlen, "out of memory"); return -1; }
   int rc = refill(&r, err, errlen);
   /* Auto-detection wants a whole first line; a pipe may deliver less at first. */

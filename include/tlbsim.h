@@ -102,6 +102,11 @@ typedef struct ts_stats_s {
   uint64_t pt_pages[TS_MAX_LEVELS + 1];      /* directories at level k (1 = page tables) */
   uint64_t mapped_pt_pages[TS_MAX_LEVELS + 1]; /* same, to map every range of --regions/--smaps */
   uint64_t est_walk_cycles;
+  /* Demand accesses before the measured region (ts_sim_set_warmup, ts_sim_measure_start): they
+   * warmed the TLBs and walk caches and are in no other counter, except that distinct_pages
+   * and the page-table counts cover the whole trace (the address space they describe exists
+   * whether or not it was measured). 0 without a warm-up. */
+  uint64_t warmup_accesses;
 } ts_stats_t;
 
 typedef struct ts_sim_s ts_sim_t;
@@ -147,6 +152,19 @@ int ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op);
 /* Switch to address space asid (the trace's "C <asid>"). Returns 0, or -1 past 32768 address
  * spaces (the simulator stays usable) or when the simulator has failed (ts_sim_error()). */
 int ts_context_switch(ts_sim_t *s, uint64_t asid);
+/* A measured region. The first n demand accesses (reads, writes, instruction fetches; not
+ * prefetches or context switches) only warm the TLBs and walk caches up; at the n-th, every
+ * counter restarts from 0 (see warmup_accesses). n = TS_WARMUP_MARKER: the warm-up lasts until
+ * the trace's first B record (ts_run_fd), or until ts_sim_measure_start(). n = 0: none (the
+ * default; B records are then ignored). Returns 0, or -1 after the first access. */
+#define TS_WARMUP_MARKER UINT64_MAX
+int ts_sim_set_warmup(ts_sim_t *s, uint64_t n, char *err, size_t errlen);
+/* Starts the measured region now: the counters so far become warmup_accesses, the TLBs and
+ * walk caches keep what they hold. Ends any warm-up set with ts_sim_set_warmup(). */
+void ts_sim_measure_start(ts_sim_t *s);
+/* 1 while a warm-up set with ts_sim_set_warmup() has not ended (too few accesses so far, or no
+ * B record yet): the counters then hold nothing measured. Else 0. */
+int ts_sim_warming(const ts_sim_t *s);
 /* Why the simulator failed ("out of memory for ... after N accesses"), or NULL while it has not. */
 const char *ts_sim_error(const ts_sim_t *s);
 /* Counters so far (est_walk_cycles and page-table counts are brought up to date). Never NULL;
@@ -162,7 +180,8 @@ int ts_run_fd(ts_sim_t *s, int fd, ts_format_t fmt, ts_format_t *detected, char 
 int ts_format_parse(const char *s);   /* "auto|text|lackey|bin" -> ts_format_t, or -1 */
 const char *ts_format_name(ts_format_t f);
 
-/* Binary trace writer (the format in README.md): a 16-byte header, then 16-byte records. */
+/* Binary trace writer (the format in README.md): a 16-byte header, then 16-byte records
+ * (op 'B', address and size 0: the measured region begins here; see ts_sim_set_warmup). */
 #define TS_BIN_MAGIC "TLBPTRC"
 typedef struct ts_bin_record_s {
   uint64_t addr;

@@ -60,4 +60,11 @@ static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s,
   else _ts_straddle(s, va, last, kind, ps);
 }
 
+/* After a demand access while a counted warm-up runs: ends it at its last access. */
+static inline __attribute__((always_inline)) void _ts_warm_step(ts_sim_t *s) {
+  if (TS_UNLIKELY(s->warm_mode == TS_WARM_COUNT) &&
+      s->st.reads + s->st.writes + s->st.ifetches >= s->warm_until)
+    ts_sim_measure_start(s);
+}
+
 #endif

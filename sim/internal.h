@@ -362,6 +362,8 @@ struct ts_sim_s {
   ts_pagemap_t pm;
   bool uniform;             /* no ranges loaded: every address has cfg.page_size */
   uint8_t state;            /* TS_NEW, TS_RUNNING, or TS_FAILED (out of memory: error says) */
+  uint8_t warm_mode;        /* TS_WARM_*: a warm-up still running, and how it ends */
+  uint64_t warm_until;      /* TS_WARM_COUNT: the demand access that ends it */
   ts_aspace_t as;
   ts_hset_t touched;        /* distinct 2M/1G pages and directories above level 1 (footprint keys) */
   ts_ptmap_t pt4k;          /* level-1 directories and the 4K pages touched under each */
@@ -374,6 +376,7 @@ struct ts_sim_s {
   char error[160];          /* why the state is TS_FAILED */
 };
 enum { TS_NEW = 0, TS_RUNNING = 1, TS_FAILED = 2 };
+enum { TS_WARM_NONE = 0, TS_WARM_COUNT = 1, TS_WARM_MARKER = 2 };
 
 /* Marks the simulator failed (the first reason is kept): every later access is refused. */
 void _ts_fail(ts_sim_t *s, const char *what);

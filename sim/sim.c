@@ -205,7 +205,29 @@ TS_NOINLINE void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int kind,
 
 int ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
   _ts_access_inline(s, addr, size, op);
+  _ts_warm_step(s);
   return TS_UNLIKELY(s->state == TS_FAILED) ? -1 : 0;
+}
+
+int ts_sim_set_warmup(ts_sim_t *s, uint64_t n, char *err, size_t errlen) {
+  if (s->state != TS_NEW) {
+    _ts_err(err, errlen, "the warm-up must be set before the first access");
+    return -1;
+  }
+  s->warm_mode = n == 0 ? TS_WARM_NONE : n == TS_WARMUP_MARKER ? TS_WARM_MARKER : TS_WARM_COUNT;
+  s->warm_until = n;
+  return 0;
+}
+
+int ts_sim_warming(const ts_sim_t *s) { return s->warm_mode != TS_WARM_NONE; }
+
+void ts_sim_measure_start(ts_sim_t *s) {
+  ts_stats_t *st = &s->st, keep = *st;
+  memset(st, 0, sizeof *st);
+  memcpy(st->distinct_pages, keep.distinct_pages, sizeof st->distinct_pages);
+  memcpy(st->pt_pages, keep.pt_pages, sizeof st->pt_pages);
+  st->warmup_accesses = keep.warmup_accesses + keep.reads + keep.writes + keep.ifetches;
+  s->warm_mode = TS_WARM_NONE;
 }
 
 const ts_stats_t *ts_sim_stats(ts_sim_t *s) {

@@ -108,7 +108,12 @@ static int switch_failed(ts_sim_t *s, const char *unit, uint64_t no, char *err, 
   return -1;
 }
 
-static const char text_expect[] = "R|W|I|P <hex address> [size] or C <asid>";
+static const char text_expect[] = "R|W|I|P <hex address> [size], C <asid> or B";
+
+/* A B record: the measured region begins (when the warm-up waits for one; else ignored). */
+static inline void marker(ts_sim_t *s) {
+  if (s->warm_mode == TS_WARM_MARKER) ts_sim_measure_start(s);
+}
 static const char lackey_expect[] =
     "a lackey --trace-mem=yes record like ' L 04222cac,4' or 'I  0400d7d4,8'";
 
@@ -119,6 +124,11 @@ static int text_line(ts_sim_t *s, const char *p, const char *end, uint64_t no, c
   p = ws(p, end);
   if (p == end || *p == '#') return 0;
   char op = *p++;
+  if (op == 'B') {
+    if (ws(p, end) != end) goto bad;
+    marker(s);
+    return 0;
+  }
   if (op != 'R' && op != 'W' && op != 'I' && op != 'P' && op != 'C') goto bad;
   const char *q = ws(p, end);
   if (q == p) goto bad;
@@ -139,6 +149,7 @@ static int text_line(ts_sim_t *s, const char *p, const char *end, uint64_t no, c
     if (q == p || !(p = dec(q, end, UINT32_MAX, &size)) || ws(p, end) != end) goto bad;
   }
   _ts_access_inline(s, addr, (uint32_t)size, op);
+  _ts_warm_step(s);
   return 0;
 bad:
   bad_line(err, errlen, no, text_expect, line, end);
@@ -162,6 +173,7 @@ static int lackey_line(ts_sim_t *s, const char *p, const char *end, uint64_t no,
   if (!(p = hex(q, end, &addr)) || p == end || *p != ',') goto bad;
   if (!(p = dec(p + 1, end, UINT32_MAX, &size)) || ws(p, end) != end) goto bad;
   _ts_access_inline(s, addr, (uint32_t)size, op);
+  _ts_warm_step(s);
   return 0;
 bad:
   bad_line(err, errlen, no, lackey_expect, line, end);
@@ -200,10 +212,12 @@ static int run_lines(ts_sim_t *s, reader_t *r, bool lackey, char *err, size_t er
   }
 }
 
-/* Records [p, p + 16n), numbered from first_no + 1. */
-static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t first_no, char *err,
-                       size_t errlen) {
-  for (size_t i = 0; i < n; i++, p += 16) {
+/* Records [p + 16 i, p + 16 n), numbered from first_no + 1. warm: a counted warm-up is running;
+ * the loop then stops after the record that ends it. Returns the records done, or -1. */
+static inline __attribute__((always_inline)) ssize_t bin_loop(ts_sim_t *s, const unsigned char *p, size_t i,
+                                                              size_t n, uint64_t first_no, bool warm,
+                                                              char *err, size_t errlen) {
+  for (p += 16 * i; i < n; i++, p += 16) {
     uint64_t addr;
     uint32_t size;
     memcpy(&addr, p, 8);
@@ -211,14 +225,29 @@ static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t f
     unsigned char op = p[12];
     if (TS_LIKELY(op == 'R' || op == 'W' || op == 'I' || op == 'P')) {
       _ts_access_inline(s, addr, size, (char)op);
+      if (warm && s->st.reads + s->st.writes + s->st.ifetches >= s->warm_until) {
+        ts_sim_measure_start(s);
+        return (ssize_t)i + 1;
+      }
     } else if (op == 'C') {
       if (ts_context_switch(s, addr)) return switch_failed(s, "record", first_no + i + 1, err, errlen);
+    } else if (op == 'B') {
+      marker(s);
     } else {
-      _ts_err(err, errlen, "record %llu: op 0x%02x: expected R, W, I, P or C",
+      _ts_err(err, errlen, "record %llu: op 0x%02x: expected R, W, I, P, C or B",
               (unsigned long long)(first_no + i + 1), op);
       return -1;
     }
   }
+  return (ssize_t)n;
+}
+
+static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t first_no, char *err,
+                       size_t errlen) {
+  ssize_t i = 0;
+  if (TS_UNLIKELY(s->warm_mode == TS_WARM_COUNT) && (i = bin_loop(s, p, 0, n, first_no, true, err, errlen)) < 0)
+    return -1;
+  if (bin_loop(s, p, (size_t)i, n, first_no, false, err, errlen) < 0) return -1;
   if (TS_UNLIKELY(s->state == TS_FAILED)) {   /* records after the failure were not counted */
     _ts_err(err, errlen, "%s", s->error);
     return -1;

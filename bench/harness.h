@@ -75,6 +75,7 @@ typedef struct tb_sim_s {
   int ok;
   double accesses, l1_misses, l2_misses, walks, walk_levels, walk_mem_refs;
   double distinct_4k, distinct_2m, pt_pages, est_walk_cycles, prefetch_walks;
+  double warmup_accesses;          /* accesses before the measured region (NaN: not reported) */
 } tb_sim_t;
 /* Fills s from tlbsim's --json output; returns 0, or -1 naming the missing field in why. */
 int tb_sim_from_json(const char *json, tb_sim_t *s, const char **why);

@@ -81,11 +81,14 @@ static double simf(const tb_sim_t *s, int what) {
   }
   return NAN;
 }
-/* baseline / this: how many times fewer this cell needs (a saving > 1 is good) */
+/* baseline / this: how many times fewer this cell needs (a saving > 1 is good). None left in
+ * the measured region against some for the baseline: infinitely fewer. */
 static double saved(const tb_cell_t *base, const tb_cell_t *c, int nested, int what) {
   if (!base) return NAN;
   const tb_sim_t *b = nested ? &base->nested : &base->sim, *s = nested ? &c->nested : &c->sim;
-  return tb_ratio(simf(b, what), simf(s, what));
+  double x = simf(b, what), y = simf(s, what);
+  if (y == 0 && x > 0) return INFINITY;
+  return tb_ratio(x, y);
 }
 
 #define NUM(v, d) tb_fmt(bufs[k], sizeof bufs[k], (v), (d)), k++
@@ -100,7 +103,8 @@ void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
     "page_table_pages", "nested_l2_miss_per_1k", "nested_walks_per_1k",
     "nested_walk_levels_per_walk", "nested_walk_refs_per_1k", "entries_saved_vs_jemalloc",
     "l2_misses_saved_vs_jemalloc", "walks_saved_vs_jemalloc", "walk_levels_saved_vs_jemalloc",
-    "walk_refs_saved_vs_jemalloc", "nested_walk_refs_saved_vs_jemalloc", "sim_note", "error"};
+    "walk_refs_saved_vs_jemalloc", "nested_walk_refs_saved_vs_jemalloc", "sim_warmup_accesses",
+    "sim_note", "error"};
   const size_t nh = sizeof hdr / sizeof hdr[0];
   tb_csv_row(f, hdr, nh);
   for (size_t i = 0; i < n; i++) {
@@ -147,6 +151,7 @@ void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
     row[r++] = NUM(saved(je, c, 0, F_LEVELS), 2);
     row[r++] = NUM(saved(je, c, 0, F_REFS), 2);
     row[r++] = NUM(saved(je, c, 1, F_REFS), 2);
+    row[r++] = NUM(c->sim.ok ? c->sim.warmup_accesses : NAN, 0);
     row[r++] = c->sim_note; row[r++] = c->error;
     tb_csv_row(f, row, r);
   }
@@ -228,7 +233,10 @@ void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n) {
     if (core) {
       target(f, "L2 TLB misses, jemalloc / tlbpack", wl, saved(je, c, 0, F_L2), 10, 1);
       target(f, "walk memory refs, jemalloc / tlbpack", wl, saved(je, c, 0, F_REFS), 10, 1);
-      target(f, "walk levels per walk (tlbpack)", wl, simf(&c->sim, F_LEVELS_PER_WALK), 3, 0);
+      if (c->sim.ok && c->sim.walks == 0 && c->sim.accesses > 0)
+        fprintf(f, "- [met] %s: walk levels per walk (tlbpack): no walk in the measured region (target <= 3.00)\n", wl);
+      else
+        target(f, "walk levels per walk (tlbpack)", wl, simf(&c->sim, F_LEVELS_PER_WALK), 3, 0);
       target(f, "L2 TLB misses, jemalloc-thp / tlbpack", wl, saved(jt, c, 0, F_L2), 2, 1);
     }
     if (!strcmp(wl, "records")) {

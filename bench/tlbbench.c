@@ -197,15 +197,18 @@ static const char *first_line(const char *s, char *buf, size_t n) {
   return buf;
 }
 
+/* marked: the trace has a B record (the workload's RESULT says trace_marker=N): tlbsim then
+ * measures from it, after the warm-up the workload recorded before its timed phase. */
 static void simulate(tb_cell_t *c, const char *tlbsim, const char *cpu, const char *trace,
-                     const char *smaps, double timeout_s) {
+                     const char *smaps, int marked, double timeout_s) {
   struct stat st;
   int have_smaps = stat(smaps, &st) == 0 && st.st_size > 0;
   if (!have_smaps) snprintf(c->sim_note, sizeof c->sim_note, "no smaps copy: simulated with 4 KiB pages");
   for (int nested = 0; nested < 2; nested++) {
-    char *argv[12];
+    char *argv[14];
     int k = 0;
     argv[k++] = (char *)tlbsim; argv[k++] = "--json"; argv[k++] = "--cpu"; argv[k++] = (char *)cpu;
+    if (marked) { argv[k++] = "--warmup"; argv[k++] = "marker"; }
     if (have_smaps) { argv[k++] = "--smaps"; argv[k++] = (char *)smaps; }
     if (nested) { argv[k++] = "--nested"; argv[k++] = "4k"; }
     argv[k++] = (char *)trace;
@@ -387,12 +390,16 @@ int main(int argc, char **argv) {
         struct stat st;
         tb_kv_t kv;
         const char *why, *traced = NULL;
-        if (tb_parse_result(p.out, &kv, &why) == 0) traced = tb_kv_get(&kv, "traced");
+        double mark = NAN;
+        if (tb_parse_result(p.out, &kv, &why) == 0) {
+          traced = tb_kv_get(&kv, "traced");
+          if (tb_kv_num(&kv, "trace_marker", &mark) != 0) mark = NAN;
+        }
         if (stat(trace, &st) != 0 || st.st_size <= 16)
           snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",
                    traced ? traced : "");
         else
-          simulate(c, tlbsim, o.cpu, trace, smaps, o.timeout_s);
+          simulate(c, tlbsim, o.cpu, trace, smaps, !isnan(mark), o.timeout_s);
       }
       if (c->sim_note[0]) fprintf(stderr, "tlbbench: %s x %s: %s\n", c->w->name, c->a->name, c->sim_note);
       tb_proc_free(&p);
@@ -419,7 +426,10 @@ int main(int argc, char **argv) {
     tb_write_markdown(x, cells, ncells);
     fprintf(x, "\nje = jemalloc (default). TLB entries: pagemap + kpageflags, one per huge page and per "
                "other 4 KiB page holding hot bytes; floor = ceil(hot bytes / 2 MiB). Simulator: tlbsim "
-               "--cpu %s on each workload's own trace (native; nested = --nested 4k).\n", o.cpu);
+               "--cpu %s on each workload's own trace (native; nested = --nested 4k), counted from the "
+               "trace's B record (--warmup marker): the records before it repeat the warm-up of the "
+               "timed phase and only fill the TLBs and walk caches (summary.csv: sim_warmup_accesses). "
+               "Per 1k = per 1,000 accesses of that measured region; inf = none left in it.\n", o.cpu);
     fprintf(x, "\n### Targets (tlbpack = pool:auto,group:site)\n\n");
     tb_write_targets(x, cells, ncells);
     if (nskipped || !o.sim) {

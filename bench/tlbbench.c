@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 typedef struct {
-  int scale, runs, sim, keep_traces, list;
+  int scale, runs, runs_given, sim, keep_traces, list;
   const char *out, *workloads, *allocators, *cpu, *tlbsim;
   unsigned long trace_max;
   double timeout_s;
@@ -48,6 +48,13 @@ __attribute__((format(printf, 1, 2))) static void progress(const char *fmt, ...)
   va_end(ap);
   if (progress_tty) progress_shown = 1;
   else fputc('\n', stderr);
+}
+
+/* Timed runs per cell: a workload may run fewer times in --demo (a real program's run takes
+ * seconds) unless --runs was given. */
+static int runs_of(const tb_opts_t *o, const tb_workload_t *w) {
+  if (o->scale == TB_SCALE_DEMO && !o->runs_given && w->demo_runs && w->demo_runs < o->runs) return w->demo_runs;
+  return o->runs;
 }
 
 static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,tlbpack-arena,ideal";
@@ -146,6 +153,7 @@ static void parse(int argc, char **argv, tb_opts_t *o) {
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
     else { fprintf(stderr, "tlbbench: unknown option '%s'\n", a); usage(stderr); exit(2); }
   }
+  o->runs_given = o->runs > 0;
   if (o->runs < 0) o->runs = o->scale == TB_SCALE_TINY ? 1 : 7;
   if (!o->trace_max) o->trace_max = o->scale == TB_SCALE_TINY ? 20000 : o->scale == TB_SCALE_DEMO ? 1000000 : 3000000;
 }
@@ -340,9 +348,10 @@ int main(int argc, char **argv) {
                       "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from", "result"};
   tb_csv_row(runs_csv, rh, sizeof rh / sizeof rh[0]);
 
-  size_t traced = 0;
+  size_t traced = 0, timed = 0;
   for (size_t i = 0; i < ncells; i++) traced += !cells[i].w->no_trace;
-  size_t total = ncells * (size_t)o.runs + (o.sim ? traced : 0), done = 0;
+  for (size_t i = 0; i < ncells; i++) timed += (size_t)runs_of(&o, cells[i].w);
+  size_t total = timed + (o.sim ? traced : 0), done = 0;
   double t0 = now_s();
   note("tlbbench: %zu cells x %d runs + %zu traced run(s), results in %s\n", ncells, o.runs,
           o.sim ? traced : 0, o.out);
@@ -350,11 +359,12 @@ int main(int argc, char **argv) {
     size_t last = first;
     while (last < ncells && cells[last].w == cells[first].w) last++;
     /* interleaved: run r of every allocator, then run r+1 ... */
-    for (int r = 0; r < o.runs; r++)
+    int runs = runs_of(&o, cells[first].w);
+    for (int r = 0; r < runs; r++)
       for (size_t i = first; i < last; i++) {
         tb_cell_t *c = &cells[i];
         done++;
-        progress("[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)", done, total, c->w->name, c->a->name, r + 1, o.runs, now_s() - t0);
+        progress("[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)", done, total, c->w->name, c->a->name, r + 1, runs, now_s() - t0);
         char *av[32], store[8192], preload[600];
         const char *env[TB_MAX_ENV + 2];
         build_argv(av, store, sizeof store, wl_dir, c, o.scale, NULL);
@@ -457,6 +467,10 @@ int main(int argc, char **argv) {
     if (!x) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); continue; }
     fprintf(x, "\n## tlbbench %s: %zu cells, %d runs each (medians; spread = (max-min)/median)\n\n",
             o.scale == TB_SCALE_FULL ? "full" : o.scale == TB_SCALE_DEMO ? "demo" : "tiny", ncells, o.runs);
+    for (size_t i = 0; i < ncells; i++)
+      if (runs_of(&o, cells[i].w) != o.runs && (i == 0 || cells[i - 1].w != cells[i].w))
+        fprintf(x, "(%s: %d runs per cell in --demo: each run of the real program takes seconds)\n\n",
+                cells[i].w->name, runs_of(&o, cells[i].w));
     tb_write_markdown(x, cells, ncells);
     fprintf(x, "\nje = jemalloc (default). TLB entries: pagemap + kpageflags, one per huge page and per "
                "other 4 KiB page holding hot bytes; floor = ceil(hot bytes / 2 MiB). Simulator: tlbsim "

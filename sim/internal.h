@@ -72,7 +72,7 @@ int _ts_policy_parse(const char *s);   /* lru | tree-plru | plru | random -> TS_
 typedef struct ts_array_s {
   uint64_t *keys;         /* sets * ways */
   uint32_t *tags;         /* a 32-bit fold of each key (_ts_tag32), compared four at a time */
-  uint64_t *stamp;        /* LRU: last use of each entry (a per-array clock) */
+  uint32_t *stamp;        /* LRU: last use of each entry (a per-array clock; 0 = empty) */
   uint64_t *meta;         /* per-set policy state (tree-PLRU bits) */
   uint32_t sets, ways;
   uint64_t set_mask;      /* sets - 1 when sets is a power of two */
@@ -83,7 +83,7 @@ typedef struct ts_array_s {
   uint64_t recip;         /* floor(2^64 / odd) + 1 (exact for odd <= 2^19), or 0: divide */
   const ts_policy_t *pol;
   uint64_t rng;           /* random policy state */
-  uint64_t clock;         /* LRU */
+  uint32_t clock;         /* LRU: below TS_STAMP_MAX (_ts_tick renumbers the stamps there) */
   /* The key of the last hit or fill: that entry is present and most recently used in its
    * set, so looking it up again is a hit that changes no policy state (LRU: it keeps the
    * largest stamp; tree-PLRU: touching a way twice sets the same bits; random: no state).
@@ -94,14 +94,23 @@ typedef struct ts_array_s {
    * instead of comparing every way. NULL for the others. */
   uint32_t *hidx;
   uint32_t hmask;
-  /* With hidx and LRU, the valid entries also form a recency list (head: most recent), so
-   * the victim (the first empty entry, else the least recent) needs no scan of the stamps. */
+  /* With hidx, LRU and more than 64 ways, the valid entries also form a recency list (head:
+   * most recent), so the victim (the first empty entry, else the least recent) needs no scan
+   * of the stamps; up to 64 ways a vector scan is cheaper than keeping the list. */
   uint32_t *lnext, *lprev;  /* UINT32_MAX ends the list */
   uint32_t lhead, ltail, nvalid;
 } ts_array_t;
 
 int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, uint64_t seed,
                    char *err, size_t errlen);
+/* LRU stamps are 32-bit and stay below 2^31 (vector code compares them as signed lanes): at the
+ * limit, each set's stamps are renumbered 1..k in the same order, which changes no decision. */
+#define TS_STAMP_MAX 0x7fffffffu
+void _ts_array_renumber(ts_array_t *a);
+static inline uint32_t _ts_tick(ts_array_t *a) {
+  if (TS_UNLIKELY(a->clock >= TS_STAMP_MAX)) _ts_array_renumber(a);
+  return ++a->clock;
+}
 void _ts_array_free(ts_array_t *a);
 void _ts_array_flush(ts_array_t *a);
 void _ts_array_flush_slot(ts_array_t *a, uint32_t slot);
@@ -226,7 +235,7 @@ static inline __attribute__((always_inline)) bool _ts_array_probe(ts_array_t *a,
   if (f < 0) return false;
   a->mru = key;
   if (TS_LIKELY(a->policy == TS_POL_LRU)) {
-    a->stamp[base + (uint32_t)f] = ++a->clock;
+    a->stamp[base + (uint32_t)f] = _ts_tick(a);
     if (a->lnext) _ts_list_front(a, (uint32_t)f);
   } else {
     a->pol->hit(a, a->keys + base, si, (uint32_t)f);
@@ -238,34 +247,56 @@ static inline __attribute__((always_inline)) bool _ts_array_lookup(ts_array_t *a
 }
 
 /* LRU victim: the first entry with the smallest stamp (empty entries have stamp 0). */
-static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_n(const uint64_t *st, uint32_t W) {
-  uint32_t v = 0;
-  uint64_t m = st[0];
+static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_n(const uint32_t *st, uint32_t W) {
+  uint32_t v = 0, m = st[0];
 #pragma GCC unroll 16
   for (uint32_t w = 1; w < W; w++) {
-    uint64_t lt = 0 - (uint64_t)(st[w] < m);   /* masks: the compiler keeps them branch-free */
+    uint32_t lt = 0 - (uint32_t)(st[w] < m);   /* masks: the compiler keeps them branch-free */
     m ^= (m ^ st[w]) & lt;
-    v ^= (v ^ w) & (uint32_t)lt;
+    v ^= (v ^ w) & lt;
   }
   return v;
 }
-uint32_t _ts_lru_victim(const ts_array_t *a, const uint64_t *st);
+#ifdef __SSE2__
+static inline __m128i _ts_min_epi32(__m128i a, __m128i b) {   /* SSE2 has no 32-bit min */
+  __m128i lt = _mm_cmplt_epi32(a, b);
+  return _mm_or_si128(_mm_and_si128(lt, a), _mm_andnot_si128(lt, b));
+}
+/* W a multiple of 4, at most 64: the minimum four lanes at a time, then the first lane equal
+ * to it. Stamps are below 2^31, so signed lanes order them correctly. */
+static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_v(const uint32_t *st, uint32_t W) {
+  __m128i m = _mm_loadu_si128((const __m128i *)st);
+#pragma GCC unroll 16
+  for (uint32_t g = 1; g < W / 4; g++) m = _ts_min_epi32(m, _mm_loadu_si128((const __m128i *)(st + 4 * g)));
+  m = _ts_min_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+  m = _ts_min_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+  uint64_t eq = 0;
+#pragma GCC unroll 16
+  for (uint32_t g = 0; g < W / 4; g++)
+    eq |= (uint64_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(st + 4 * g)), m)))
+          << (4 * g);
+  return (uint32_t)__builtin_ctzll(eq);
+}
+#else
+#define _ts_lru_victim_v _ts_lru_victim_n
+#endif
+uint32_t _ts_lru_victim(const ts_array_t *a, const uint32_t *st);
 static inline __attribute__((always_inline)) void _ts_array_fill(ts_array_t *a, uint64_t page, uint64_t key) {
   uint32_t si = _ts_set_index(a, page);
   size_t base = (size_t)si * a->ways;
   a->mru = key;
   if (TS_LIKELY(a->policy == TS_POL_LRU)) {
-    uint64_t *st = a->stamp + base;
+    uint32_t *st = a->stamp + base;
     uint32_t v;
     switch (a->ways) {
-    case 4: v = _ts_lru_victim_n(st, 4); break;
-    case 8: v = _ts_lru_victim_n(st, 8); break;
-    case 12: v = _ts_lru_victim_n(st, 12); break;
-    case 16: v = _ts_lru_victim_n(st, 16); break;
+    case 4: v = _ts_lru_victim_v(st, 4); break;
+    case 8: v = _ts_lru_victim_v(st, 8); break;
+    case 12: v = _ts_lru_victim_v(st, 12); break;
+    case 16: v = _ts_lru_victim_v(st, 16); break;
     default: v = _ts_lru_victim(a, st); break;
     }
     _ts_array_place(a, base + v, key);
-    st[v] = ++a->clock;
+    st[v] = _ts_tick(a);
     return;
   }
   a->pol->fill(a, a->keys + base, si, key);

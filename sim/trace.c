@@ -242,12 +242,58 @@ static inline __attribute__((always_inline)) ssize_t bin_loop(ts_sim_t *s, const
   return (ssize_t)n;
 }
 
+/* The common case as one tight loop: one page size for every address, stores through the L1
+ * DTLB, no counted warm-up running. What does not change from record to record is held in
+ * locals (the miss path changes the arrays' contents, never which arrays there are; a context
+ * switch changes the ASID slot, reloaded after one). Anything unusual in a record (a prefetch,
+ * a switch, a marker, a straddle, a bad op) goes through the general path. */
+static ssize_t bin_fast(ts_sim_t *s, const unsigned char *p, size_t i, size_t n, uint64_t first_no,
+                        char *err, size_t errlen) {
+  const uint64_t mask = s->va_mask;
+  const int ps = s->cfg.page_size, tps = s->tps_of[ps];
+  const unsigned shift = _ts_shift(tps);
+  const uint64_t pmask = (1ull << _ts_shift(ps)) - 1;
+  ts_array_t *const l1d = s->l1_of[0][tps], *const l1i = s->l1_of[1][tps];
+  uint32_t slot = s->as.cur_slot;
+  ts_stats_t *st = &s->st;
+  for (p += 16 * i; i < n; i++, p += 16) {
+    uint64_t addr;
+    uint32_t size;
+    memcpy(&addr, p, 8);
+    memcpy(&size, p + 8, 4);
+    unsigned char op = p[12];
+    unsigned cls = _ts_op_class1[op] - 1u;
+    uint64_t va = addr & mask;
+    if (TS_UNLIKELY(cls >= 3 || (va & pmask) + (size ? size : 1) - 1 > pmask)) {
+      if (bin_loop(s, p - 16 * i, i, i + 1, first_no, false, err, errlen) < 0) return -1;
+      slot = s->as.cur_slot;
+      if (TS_UNLIKELY(s->state == TS_FAILED)) return (ssize_t)n;
+      continue;
+    }
+    (&st->reads)[cls]++;
+    uint64_t page = va >> shift, key = _ts_key(page, tps, slot);
+    ts_array_t *a = cls == 2 ? l1i : l1d;
+    if (TS_LIKELY(a != NULL) && _ts_array_lookup(a, page, key)) {
+      st->l1_hits++;
+      continue;
+    }
+    _ts_l1_miss(s, va, a, cls == 2, ps, tps, page, key);
+    if (TS_UNLIKELY(s->state == TS_FAILED)) return (ssize_t)n;
+  }
+  return (ssize_t)n;
+}
+
 static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t first_no, char *err,
                        size_t errlen) {
   ssize_t i = 0;
+  if (TS_UNLIKELY(s->state == TS_NEW)) _ts_start(s);
   if (TS_UNLIKELY(s->warm_mode == TS_WARM_COUNT) && (i = bin_loop(s, p, 0, n, first_no, true, err, errlen)) < 0)
     return -1;
-  if (bin_loop(s, p, (size_t)i, n, first_no, false, err, errlen) < 0) return -1;
+  if (s->state == TS_RUNNING && s->uniform && s->store_kind == 0 && s->warm_mode != TS_WARM_COUNT) {
+    if (bin_fast(s, p, (size_t)i, n, first_no, err, errlen) < 0) return -1;
+  } else if (bin_loop(s, p, (size_t)i, n, first_no, false, err, errlen) < 0) {
+    return -1;
+  }
   if (TS_UNLIKELY(s->state == TS_FAILED)) {   /* records after the failure were not counted */
     _ts_err(err, errlen, "%s", s->error);
     return -1;

@@ -48,7 +48,7 @@ static inline __attribute__((always_inline)) bool pwc_lookup(ts_array_t *a, uint
   int f = a->hidx ? _ts_hx_find(a, key) : _ts_find(a, a->keys, key);
   if (f < 0) return false;
   a->mru = key;
-  a->stamp[f] = ++a->clock;
+  a->stamp[f] = _ts_tick(a);
   if (a->lnext) _ts_list_front(a, (uint32_t)f);
   return true;
 }

@@ -233,6 +233,9 @@ int _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps) {
     bool created;
     uint64_t *b = ptmap_bits(&s->pt4k, fkey(4 + 1, sp, va >> 21), &created);
     if (TS_UNLIKELY(!b)) return -1;
+    size_t c = (va >> 21) & (TS_PTC - 1);
+    s->ptc_key[c] = (((uint64_t)sp << 45) | ((va >> 21) & ((1ull << 45) - 1))) + 1;
+    s->ptc_idx[c] = (uint32_t)((b - s->pt4k.bits) / 8);
     uint64_t bit = 1ull << ((va >> 12) & 63), *w = &b[(va >> 18) & 7];
     if (*w & bit) return 0;
     *w |= bit;

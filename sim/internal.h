@@ -25,6 +25,7 @@
 
 #define TS_INVALID UINT64_MAX      /* an empty entry */
 #define TS_MAX_SPACES (1u << 15)   /* software address spaces (15 bits of a footprint key) */
+#define TS_PTC 64                  /* entries of the footprint's directory cache */
 
 static inline unsigned _ts_shift(int ps) { return 12u + 9u * (unsigned)ps; }
 
@@ -330,7 +331,44 @@ typedef struct ts_walk_result_s {
   bool pwc_hit;
 } ts_walk_result_t;
 struct ts_walker_s;
+/* Any walk (nested ones out of line); _ts_walk_native inline for the common case. */
 ts_walk_result_t _ts_walk(ts_sim_t *s, uint64_t va, int ps, uint32_t slot);
+
+/* A walk-cache lookup: one set (fully associative), always LRU. */
+static inline __attribute__((always_inline)) bool _ts_pwc_lookup(ts_array_t *a, uint64_t key) {
+  if (key == a->mru) return true;
+  int f = a->hidx ? _ts_hx_find(a, key) : _ts_find(a, a->keys, key);
+  if (f < 0) return false;
+  a->mru = key;
+  a->stamp[f] = _ts_tick(a);
+  if (a->lnext) _ts_list_front(a, (uint32_t)f);
+  return true;
+}
+
+/* Returns the level whose entry is read first (top if nothing is cached). */
+static inline __attribute__((always_inline)) int _ts_pwc_start(ts_pwcs_t *p, uint64_t va, int leaf,
+                                                           int top, uint32_t slot, bool *hit) {
+  for (int k = leaf + 1; k <= top; k++) {
+    if (!p->on[k]) continue;
+    uint64_t pre = va >> (12 + 9 * (k - 1));
+    if (_ts_pwc_lookup(&p->level[k], _ts_key(pre, 0, slot))) {
+      *hit = true;
+      return k - 1;
+    }
+  }
+  *hit = false;
+  return top;
+}
+
+static inline __attribute__((always_inline)) void _ts_pwc_fill(ts_pwcs_t *p, uint64_t va, int leaf,
+                                                           int start, uint32_t slot) {
+  for (int k = leaf + 1; k <= start; k++) {
+    if (!p->on[k]) continue;
+    uint64_t pre = va >> (12 + 9 * (k - 1));
+    _ts_array_fill(&p->level[k], pre, _ts_key(pre, 0, slot));
+  }
+}
+
 
 /* ---- address space ------------------------------------------------------------------- */
 typedef struct ts_range_s { uint64_t start, end; int ps, mapped; } ts_range_t;   /* end exclusive */
@@ -398,6 +436,11 @@ struct ts_sim_s {
   ts_aspace_t as;
   ts_hset_t touched;        /* distinct 2M/1G pages and directories above level 1 (footprint keys) */
   ts_ptmap_t pt4k;          /* level-1 directories and the 4K pages touched under each */
+  /* Recent level-1 directories of pt4k, direct-mapped by address: (space << 45 | directory
+   * number) + 1 (0: empty), and the bitmap number; pt4k never drops a directory, so an entry
+   * stays right. */
+  uint64_t ptc_key[TS_PTC];
+  uint32_t ptc_idx[TS_PTC];
   int store_kind;           /* 2 when stores skip the L1 DTLB (l1d.stores=0), else 0 */
   uint8_t kind_of[3];       /* _ts_touch's kind for a read, a write, an instruction fetch */
   uint8_t tps_of[TS_NSIZES];/* page size held in the TLBs: the smaller of guest and host */
@@ -414,6 +457,29 @@ void _ts_fail(ts_sim_t *s, const char *what);
 
 /* Records a first touch of a page; counts new pages and directories. -1: out of memory. */
 int _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps);
+
+/* A native walk (no nesting): the deepest cached upper-level entry, then the levels below it. */
+static inline __attribute__((always_inline)) ts_walk_result_t _ts_walk_native(ts_sim_t *s, uint64_t va,
+                                                                             int ps, uint32_t slot) {
+  int top = s->cfg.levels, leaf = ps + 1;
+  bool hit;
+  int start = _ts_pwc_start(&s->pwc, va, leaf, top, slot, &hit);
+  _ts_pwc_fill(&s->pwc, va, leaf, start, slot);
+  return (ts_walk_result_t){(uint32_t)(top - leaf + 1), (uint32_t)(start - leaf + 1), hit};
+}
+
+/* The footprint of a walk: for a 4K page whose page table is in the direct-mapped cache, one
+ * bit says whether the page is new; everything else out of line. -1: out of memory. */
+static inline __attribute__((always_inline)) int _ts_footprint(ts_sim_t *s, uint64_t va, int ps) {
+  if (TS_LIKELY(ps == TS_PS_4K)) {
+    size_t c = (va >> 21) & (TS_PTC - 1);
+    if (s->ptc_key[c] == (((uint64_t)s->as.cur_space << 45) | ((va >> 21) & ((1ull << 45) - 1))) + 1) {
+      uint64_t bit = 1ull << ((va >> 12) & 63);
+      if (s->pt4k.bits[8 * (size_t)s->ptc_idx[c] + ((va >> 18) & 7)] & bit) return 0;
+    }
+  }
+  return _ts_footprint_touch(s, va, ps);
+}
 int _ts_aspace_init(ts_aspace_t *as, uint32_t nslots);
 void _ts_aspace_free(ts_aspace_t *as);
 

@@ -144,7 +144,8 @@ static inline __attribute__((always_inline)) void l1_miss(ts_sim_t *s, uint64_t 
     }
     if (!prefetch) st->l2_misses++;
   }
-  ts_walk_result_t r = _ts_walk(s, va, ps, s->as.cur_slot);
+  ts_walk_result_t r = TS_LIKELY(!s->cfg.nested) ? _ts_walk_native(s, va, ps, s->as.cur_slot)
+                                                 : _ts_walk(s, va, ps, s->as.cur_slot);
   if (prefetch) {
     st->prefetch_walks++;
     st->prefetch_walk_refs += r.refs;
@@ -154,7 +155,7 @@ static inline __attribute__((always_inline)) void l1_miss(ts_sim_t *s, uint64_t 
     st->walk_mem_refs += r.refs;
     st->pwc_hits += r.pwc_hit;
   }
-  if (TS_UNLIKELY(_ts_footprint_touch(s, va, ps))) {
+  if (TS_UNLIKELY(_ts_footprint(s, va, ps))) {
     _ts_fail(s, "the footprint (distinct pages and page-table directories)");
     return;
   }

@@ -242,44 +242,55 @@ static inline __attribute__((always_inline)) ssize_t bin_loop(ts_sim_t *s, const
   return (ssize_t)n;
 }
 
+/* Out of the tight loop below: a record that is not a plain one-page access (the general path). */
+static TS_NOINLINE ssize_t bin_one(ts_sim_t *s, const unsigned char *p, size_t i, uint64_t first_no,
+                                   char *err, size_t errlen) {
+  return bin_loop(s, p, i, i + 1, first_no, false, err, errlen);
+}
+
 /* The common case as one tight loop: one page size for every address, stores through the L1
  * DTLB, no counted warm-up running. What does not change from record to record is held in
  * locals (the miss path changes the arrays' contents, never which arrays there are; a context
- * switch changes the ASID slot, reloaded after one). Anything unusual in a record (a prefetch,
- * a switch, a marker, a straddle, a bad op) goes through the general path. */
+ * switch changes the ASID slot, reloaded after one). L1 hits are summed locally and added
+ * before anything that could read or reset the counters (a B record starts the measured
+ * region). */
 static ssize_t bin_fast(ts_sim_t *s, const unsigned char *p, size_t i, size_t n, uint64_t first_no,
                         char *err, size_t errlen) {
   const uint64_t mask = s->va_mask;
   const int ps = s->cfg.page_size, tps = s->tps_of[ps];
   const unsigned shift = _ts_shift(tps);
-  const uint64_t pmask = (1ull << _ts_shift(ps)) - 1;
+  const uint64_t pmask = (1ull << _ts_shift(ps)) - 1, tag = (uint64_t)tps << 12;
   ts_array_t *const l1d = s->l1_of[0][tps], *const l1i = s->l1_of[1][tps];
-  uint32_t slot = s->as.cur_slot;
+  uint64_t slot = s->as.cur_slot, hits = 0;
   ts_stats_t *st = &s->st;
-  for (p += 16 * i; i < n; i++, p += 16) {
+  const unsigned char *q = p + 16 * i;
+  for (; i < n; i++, q += 16) {
     uint64_t addr;
     uint32_t size;
-    memcpy(&addr, p, 8);
-    memcpy(&size, p + 8, 4);
-    unsigned char op = p[12];
-    unsigned cls = _ts_op_class1[op] - 1u;
+    memcpy(&addr, q, 8);
+    memcpy(&size, q + 8, 4);
+    unsigned cls = _ts_op_class1[q[12]] - 1u;
     uint64_t va = addr & mask;
-    if (TS_UNLIKELY(cls >= 3 || (va & pmask) + (size ? size : 1) - 1 > pmask)) {
-      if (bin_loop(s, p - 16 * i, i, i + 1, first_no, false, err, errlen) < 0) return -1;
+    /* size 0 counts as 1: it never crosses a page either */
+    if (TS_UNLIKELY(cls >= 3 || (va & pmask) + size > pmask + 1)) {
+      st->l1_hits += hits;
+      hits = 0;
+      if (bin_one(s, p, i, first_no, err, errlen) < 0) return -1;
       slot = s->as.cur_slot;
       if (TS_UNLIKELY(s->state == TS_FAILED)) return (ssize_t)n;
       continue;
     }
     (&st->reads)[cls]++;
-    uint64_t page = va >> shift, key = _ts_key(page, tps, slot);
+    uint64_t page = va >> shift, key = page << 14 | tag | slot;
     ts_array_t *a = cls == 2 ? l1i : l1d;
     if (TS_LIKELY(a != NULL) && _ts_array_lookup(a, page, key)) {
-      st->l1_hits++;
+      hits++;
       continue;
     }
     _ts_l1_miss(s, va, a, cls == 2, ps, tps, page, key);
-    if (TS_UNLIKELY(s->state == TS_FAILED)) return (ssize_t)n;
+    if (TS_UNLIKELY(s->state == TS_FAILED)) break;
   }
+  st->l1_hits += hits;
   return (ssize_t)n;
 }
 

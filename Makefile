@@ -1,4 +1,6 @@
 # Thin front door; the build itself is CMake.
+# No "Entering directory" lines from the make that cmake --build runs.
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 POOL_PAGES ?= 96
@@ -22,7 +24,10 @@ test: build
 	@cd $(BUILD) && ctest -N -L open_bug | sed -n 's/^ *Test *#[0-9]*: /make test: not run (open bug, see README "Known open bugs"): /p'
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE open_bug $(CTEST_ARGS)
 
-demo: build
+# The transcript starts with the benchmark: the build's output goes to a log, shown on failure.
+demo: setup $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS) >$(BUILD)/build.log 2>&1 || \
+	  { cat $(BUILD)/build.log; echo "make demo: the build failed (log above, also in $(BUILD)/build.log)" >&2; exit 1; }
 	@bash scripts/pool.sh reserve 512
 	$(BUILD)/tlbbench --demo
 

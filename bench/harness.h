@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #define TB_MAX_ENV 4
-#define TB_MAX_KV 48
+#define TB_MAX_KV 96
 
 /* ---- the matrix ---------------------------------------------------------------------------- */
 typedef enum { TB_LIB_NONE, TB_LIB_PATH, TB_LIB_TLBPACK } tb_lib_kind_t;
@@ -37,6 +37,8 @@ typedef struct tb_workload_s {
   const char *no_trace;            /* why it records no trace (no traced run, no simulation), or NULL */
   const char *stock;               /* the program links its own malloc: label of the rows without a
                                       preload ("redis-stock"), which measure the stock program */
+  int demo_runs;                   /* runs per cell in --demo at the default --runs (0: the same) */
+  const char *unit;                /* what one op is, for throughput ("request"), NULL: not shown */
 } tb_workload_t;
 
 extern const tb_alloc_t tb_allocs[];
@@ -75,6 +77,7 @@ typedef struct tb_sim_s {
   int ok;
   double accesses, l1_misses, l2_misses, walks, walk_levels, walk_mem_refs;
   double distinct_4k, distinct_2m, pt_pages, est_walk_cycles, prefetch_walks;
+  double warmup_accesses;          /* accesses before the measured region (NaN: not reported) */
 } tb_sim_t;
 /* Fills s from tlbsim's --json output; returns 0, or -1 naming the missing field in why. */
 int tb_sim_from_json(const char *json, tb_sim_t *s, const char **why);
@@ -126,8 +129,12 @@ typedef struct tb_cell_s {
   char tlb_source[64], malloc_from[64], detail[128], error[256];
   tb_sim_t sim, nested;          /* ok == 0: not simulated; sim_note says why */
   char sim_note[160];
+  /* A foreign program's resident memory at its peak, per good run (NaN: not reported): TLB
+   * entries for its anonymous and file-backed memory, Rss + hugetlb pages at that moment. */
+  double res_anon[TB_MAX_RUNS], res_file[TB_MAX_RUNS], res_kb[TB_MAX_RUNS];
   /* filled by tb_summarize */
   double ns_med, ns_spread, rss_med;
+  double res_anon_med, res_file_med, res_total_med, res_kb_med;
 } tb_cell_t;
 
 /* Records a good run's RESULT into the cell. */
@@ -142,6 +149,8 @@ const tb_cell_t *tb_peer(const tb_cell_t *cells, size_t n, const tb_cell_t *c, c
 
 void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n);
 void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n);
+/* The real programs' table (TLB entries for their resident memory); nothing when none ran. */
+void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n);
 /* Checks the targets of issues 4 and 5 against the figures; one line each: met / missed / n/a. */
 void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n);
 /* .dat + .gp + .png per plot in dir; returns the number of PNGs made (0 without gnuplot). */

@@ -28,7 +28,8 @@ void tb_csv_row(FILE *f, const char *const *fields, size_t n) {
 }
 
 const char *tb_fmt(char *buf, size_t n, double v, int decimals) {
-  if (isnan(v) || isinf(v)) snprintf(buf, n, "n/a");
+  if (isinf(v) && v > 0) snprintf(buf, n, "inf");
+  else if (isnan(v) || isinf(v)) snprintf(buf, n, "n/a");
   else snprintf(buf, n, "%.*f", decimals, v);
   return buf;
 }

@@ -119,7 +119,7 @@ int tb_sim_from_json(const char *json, tb_sim_t *s, const char **why) {
     {"walk_levels", &s->walk_levels, 1}, {"walk_mem_refs", &s->walk_mem_refs, 1},
     {"distinct_pages_4k", &s->distinct_4k, 0}, {"distinct_pages_2m", &s->distinct_2m, 0},
     {"page_table_pages", &s->pt_pages, 0}, {"est_walk_cycles", &s->est_walk_cycles, 0},
-    {"prefetch_walks", &s->prefetch_walks, 0},
+    {"prefetch_walks", &s->prefetch_walks, 0}, {"warmup_accesses", &s->warmup_accesses, 0},
   };
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     if (tb_json_num(json, f[i].key, f[i].dst) != 0) {

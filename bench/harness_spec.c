@@ -55,7 +55,7 @@ const size_t tb_nallocs = sizeof tb_allocs / sizeof tb_allocs[0];
  * (the nominal L3 is 32 MiB; neighbours use it), yet needs more 4 KiB pages under jemalloc than
  * the 3072-entry L2 TLB holds: 8 cold buffers per record dilute the size-class slabs. */
 /* a workload of our own (no foreign program): traced, nothing to install, no stock malloc */
-#define TB_NATIVE NULL, NULL, NULL
+#define TB_NATIVE NULL, NULL, NULL, 0, NULL
 const tb_workload_t tb_workloads[] = {
   {"records", "wl_records",
    {"--records 400 --lookups 20000", "--records 18000 --cold 8 --lookups 1000000",
@@ -118,11 +118,26 @@ const tb_workload_t tb_workloads[] = {
     "--mode startup --ops 10 --label startup-sh50 --prog sh,-c,seq_50|while_read_i;do_/bin/true;done",
     "--mode startup --ops 40 --label startup-sh50 --prog sh,-c,seq_50|while_read_i;do_/bin/true;done"}, 0, 0,
    "a shell running 50 short processes (seq | while read; do /bin/true; done): ns per shell run", "sh", "no trace: start-up time", NULL},
+  /* Real programs: their data spans more than the L2 TLB reaches with 4 KiB pages (12 MiB) at
+   * demo and full scale; each reports the TLB entries for its resident memory at its peak. */
   {"redis", "wl_redis",
-   {"--requests 5000", "--requests 25000", "--requests 100000"}, 0, 0,
-   "Debian's redis-server (allocator preloaded into the server only) driven by redis-benchmark "
-   "-P 16 -c 8 over 8 commands; rows without a preload are stock redis with its own linked malloc",
-   "redis-server redis-benchmark", "no trace: redis-server's memory accesses are not recorded", "redis-stock"},
+   {"--requests 2000 --keys 2000 --keyspace 2000 --datasize 100",
+    "--requests 10000 --keys 120000 --keyspace 120000 --datasize 100",
+    "--requests 100000 --keys 600000 --keyspace 600000 --datasize 100"}, 0, 1,
+   "Debian's redis-server (allocator preloaded into the server only) holding --keys keys of 100 bytes "
+   "(demo 120 k, ~33 MB; full 600 k), driven by redis-benchmark -P 16 -c 8 over 8 commands; rows "
+   "without a preload are stock redis with its own linked malloc",
+   "redis-server redis-benchmark", "no trace: redis-server's memory accesses are not recorded", "redis-stock",
+   3, "request"},
+  {"sqlite-db", "wl_sqlitedb",
+   {"--rows 2000 --queries 2000", "--rows 150000 --queries 200000", "--rows 500000 --queries 500000"}, 0, 0,
+   "the sqlite3 shell on a database file (demo 150 k rows, ~30 MB; full 500 k) held in its page cache: "
+   "random point queries by rowid and through an index",
+   "sqlite3", "no trace: sqlite3's memory accesses are not recorded", NULL, 3, "query"},
+  {"perl-hash", "wl_perl",
+   {"--keys 2000 --lookups 5000", "--keys 100000 --lookups 300000", "--keys 600000 --lookups 2000000"}, 0, 0,
+   "perl building a hash of 100-byte strings (demo 100 k keys, ~30 MB; full 600 k), then random lookups",
+   "perl", "no trace: perl's memory accesses are not recorded", NULL, 3, "lookup"},
 };
 const size_t tb_nworkloads = sizeof tb_workloads / sizeof tb_workloads[0];
 

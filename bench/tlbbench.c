@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,11 +14,48 @@
 #include <unistd.h>
 
 typedef struct {
-  int scale, runs, sim, keep_traces, list;
+  int scale, runs, runs_given, sim, keep_traces, list;
   const char *out, *workloads, *allocators, *cpu, *tlbsim;
   unsigned long trace_max;
   double timeout_s;
 } tb_opts_t;
+
+/* Messages on stderr never split a line of stdout: stdout is line-buffered and flushed first.
+ * On a terminal the progress is one line redrawn in place (cleared before anything else is
+ * printed); otherwise each progress report is a line of its own. */
+static int progress_tty, progress_shown;
+
+static void progress_clear(void) {
+  if (progress_shown) fputs("\r\033[K", stderr);
+  progress_shown = 0;
+}
+
+__attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...) {
+  va_list ap;
+  fflush(stdout);
+  progress_clear();
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+__attribute__((format(printf, 1, 2))) static void progress(const char *fmt, ...) {
+  va_list ap;
+  fflush(stdout);
+  progress_clear();
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (progress_tty) progress_shown = 1;
+  else fputc('\n', stderr);
+}
+
+/* Timed runs per cell: a workload may run fewer times in --demo (a real program's run takes
+ * seconds) unless --runs was given. */
+static int runs_of(const tb_opts_t *o, const tb_workload_t *w) {
+  if (o->scale == TB_SCALE_DEMO && !o->runs_given && w->demo_runs && w->demo_runs < o->runs) return w->demo_runs;
+  return o->runs;
+}
 
 static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,tlbpack-arena,ideal";
 
@@ -115,6 +153,7 @@ static void parse(int argc, char **argv, tb_opts_t *o) {
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
     else { fprintf(stderr, "tlbbench: unknown option '%s'\n", a); usage(stderr); exit(2); }
   }
+  o->runs_given = o->runs > 0;
   if (o->runs < 0) o->runs = o->scale == TB_SCALE_TINY ? 1 : 7;
   if (!o->trace_max) o->trace_max = o->scale == TB_SCALE_TINY ? 20000 : o->scale == TB_SCALE_DEMO ? 1000000 : 3000000;
 }
@@ -197,15 +236,18 @@ static const char *first_line(const char *s, char *buf, size_t n) {
   return buf;
 }
 
+/* marked: the trace has a B record (the workload's RESULT says trace_marker=N): tlbsim then
+ * measures from it, after the warm-up the workload recorded before its timed phase. */
 static void simulate(tb_cell_t *c, const char *tlbsim, const char *cpu, const char *trace,
-                     const char *smaps, double timeout_s) {
+                     const char *smaps, int marked, double timeout_s) {
   struct stat st;
   int have_smaps = stat(smaps, &st) == 0 && st.st_size > 0;
   if (!have_smaps) snprintf(c->sim_note, sizeof c->sim_note, "no smaps copy: simulated with 4 KiB pages");
   for (int nested = 0; nested < 2; nested++) {
-    char *argv[12];
+    char *argv[14];
     int k = 0;
     argv[k++] = (char *)tlbsim; argv[k++] = "--json"; argv[k++] = "--cpu"; argv[k++] = (char *)cpu;
+    if (marked) { argv[k++] = "--warmup"; argv[k++] = "marker"; }
     if (have_smaps) { argv[k++] = "--smaps"; argv[k++] = (char *)smaps; }
     if (nested) { argv[k++] = "--nested"; argv[k++] = "4k"; }
     argv[k++] = (char *)trace;
@@ -225,6 +267,8 @@ static void simulate(tb_cell_t *c, const char *tlbsim, const char *cpu, const ch
 
 int main(int argc, char **argv) {
   tb_opts_t o = {0};
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  progress_tty = isatty(2);
   parse(argc, argv, &o);
   if (o.list) {
     printf("workloads:\n");
@@ -234,12 +278,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   char self[4096], wl_dir[4200], tlbsim[4200];
-  if (tb_self_dir(self, sizeof self)) { fprintf(stderr, "tlbbench: cannot read /proc/self/exe\n"); return 1; }
+  if (tb_self_dir(self, sizeof self)) { note("tlbbench: cannot read /proc/self/exe\n"); return 1; }
   snprintf(wl_dir, sizeof wl_dir, "%s/bench", self);
   snprintf(tlbsim, sizeof tlbsim, "%s", o.tlbsim ? o.tlbsim : "");
   if (!o.tlbsim) snprintf(tlbsim, sizeof tlbsim, "%s/tlbsim", self);
   if (o.sim && access(tlbsim, X_OK) != 0) {
-    fprintf(stderr, "tlbbench: tlbsim not found at %s: simulator columns (L1/L2 misses, walks, levels, refs) skipped\n", tlbsim);
+    note("tlbbench: tlbsim not found at %s: simulator columns (L1/L2 misses, walks, levels, refs) skipped\n", tlbsim);
     o.sim = 0;
   }
   const char *sel_allocs = o.allocators ? o.allocators : o.scale == TB_SCALE_FULL ? NULL : demo_allocs;
@@ -249,7 +293,7 @@ int main(int argc, char **argv) {
   tb_cell_t *cells = calloc(cap, sizeof *cells);
   char (*skipped)[256] = calloc(cap + tb_nallocs, sizeof *skipped);
   size_t ncells = 0, nskipped = 0;
-  if (!cells || !skipped) { fprintf(stderr, "tlbbench: out of memory\n"); return 1; }
+  if (!cells || !skipped) { note("tlbbench: out of memory\n"); return 1; }
   const tb_alloc_t *order[64];
   char libs[64][512];
   size_t nalloc = 0;
@@ -263,7 +307,7 @@ int main(int argc, char **argv) {
       const char *why = NULL;
       if (!tb_alloc_lib(a, self, libs[nalloc], sizeof libs[nalloc], &why)) {
         snprintf(skipped[nskipped++], 256, "allocator %s: %s (%s)", a->name, why, libs[nalloc]);
-        fprintf(stderr, "tlbbench: skipping allocator %s: %s (%s)\n", a->name, why, libs[nalloc]);
+        note("tlbbench: skipping allocator %s: %s (%s)\n", a->name, why, libs[nalloc]);
         continue;
       }
       order[nalloc++] = a;
@@ -275,14 +319,14 @@ int main(int argc, char **argv) {
     snprintf(prog, sizeof prog, "%s/%s", wl_dir, w->prog);
     if (access(prog, X_OK) != 0) {
       snprintf(skipped[nskipped++], 256, "workload %s: %.200s not built", w->name, prog);
-      fprintf(stderr, "tlbbench: skipping workload %s: %s not built\n", w->name, prog);
+      note("tlbbench: skipping workload %s: %s not built\n", w->name, prog);
       continue;
     }
     char miss[64];
     if (missing_prog(w->needs, miss, sizeof miss)) {
       snprintf(skipped[nskipped++], 256, "workload %s: not run: %s is not installed (not on PATH; `make setup` installs it)",
                w->name, miss);
-      fprintf(stderr, "tlbbench: skipping workload %s: %s is not installed (not on PATH)\n", w->name, miss);
+      note("tlbbench: skipping workload %s: %s is not installed (not on PATH)\n", w->name, miss);
       continue;
     }
     for (size_t j = 0; j < nalloc; j++) {
@@ -292,33 +336,35 @@ int main(int argc, char **argv) {
       ncells++;
     }
   }
-  if (!ncells) { fprintf(stderr, "tlbbench: nothing to run (no workload x allocator cell is available)\n"); return 1; }
+  if (!ncells) { note("tlbbench: nothing to run (no workload x allocator cell is available)\n"); return 1; }
 
   char tmpdir[4200], path[4400];
   snprintf(tmpdir, sizeof tmpdir, "%s/tmp", o.out);
-  if (mkdirs(o.out) || mkdirs(tmpdir)) { fprintf(stderr, "tlbbench: cannot create %s: %s\n", tmpdir, strerror(errno)); return 1; }
+  if (mkdirs(o.out) || mkdirs(tmpdir)) { note("tlbbench: cannot create %s: %s\n", tmpdir, strerror(errno)); return 1; }
   snprintf(path, sizeof path, "%s/runs.csv", o.out);
   FILE *runs_csv = fopen(path, "w");
-  if (!runs_csv) { fprintf(stderr, "tlbbench: cannot write %s: %s\n", path, strerror(errno)); return 1; }
+  if (!runs_csv) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); return 1; }
   const char *rh[] = {"workload", "allocator", "run", "status", "wall_s", "ns_per_op", "peak_rss_kb",
                       "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from", "result"};
   tb_csv_row(runs_csv, rh, sizeof rh / sizeof rh[0]);
 
-  size_t traced = 0;
+  size_t traced = 0, timed = 0;
   for (size_t i = 0; i < ncells; i++) traced += !cells[i].w->no_trace;
-  size_t total = ncells * (size_t)o.runs + (o.sim ? traced : 0), done = 0;
+  for (size_t i = 0; i < ncells; i++) timed += (size_t)runs_of(&o, cells[i].w);
+  size_t total = timed + (o.sim ? traced : 0), done = 0;
   double t0 = now_s();
-  fprintf(stderr, "tlbbench: %zu cells x %d runs + %zu traced run(s), results in %s\n", ncells, o.runs,
+  note("tlbbench: %zu cells x %d runs + %zu traced run(s), results in %s\n", ncells, o.runs,
           o.sim ? traced : 0, o.out);
   for (size_t first = 0; first < ncells;) {
     size_t last = first;
     while (last < ncells && cells[last].w == cells[first].w) last++;
     /* interleaved: run r of every allocator, then run r+1 ... */
-    for (int r = 0; r < o.runs; r++)
+    int runs = runs_of(&o, cells[first].w);
+    for (int r = 0; r < runs; r++)
       for (size_t i = first; i < last; i++) {
         tb_cell_t *c = &cells[i];
         done++;
-        fprintf(stderr, "[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)\n", done, total, c->w->name, c->a->name, r + 1, o.runs, now_s() - t0);
+        progress("[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)", done, total, c->w->name, c->a->name, r + 1, runs, now_s() - t0);
         char *av[32], store[8192], preload[600];
         const char *env[TB_MAX_ENV + 2];
         build_argv(av, store, sizeof store, wl_dir, c, o.scale, NULL);
@@ -329,7 +375,7 @@ int main(int argc, char **argv) {
         char line[200], runno[16], status[16], wall[32];
         if (tb_run(av, env, o.timeout_s, &p) != 0) {
           snprintf(c->error, sizeof c->error, "cannot start %s", av[0]);
-          fprintf(stderr, "tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
+          note("tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
           c->failures++;
           continue;
         }
@@ -339,7 +385,7 @@ int main(int argc, char **argv) {
           if (p.timed_out) snprintf(c->error, sizeof c->error, "timed out after %.0f s", o.timeout_s);
           else if (p.status != 0) snprintf(c->error, sizeof c->error, "exit %d: %s", p.status, first_line(p.err, line, sizeof line));
           else snprintf(c->error, sizeof c->error, "%s", why);
-          fprintf(stderr, "tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
+          note("tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
         } else {
           tb_cell_add_run(c, &kv);
           const char *mf = tb_kv_get(&kv, "malloc_from");
@@ -347,7 +393,7 @@ int main(int argc, char **argv) {
           want = want ? want + 1 : c->lib;
           int stock = c->w->stock && !c->lib[0];  /* the program's own malloc: nothing to expect */
           if (mf && strcmp(mf, want) != 0 && r == 0 && !stock)
-            fprintf(stderr, "tlbbench: warning: %s x %s: malloc comes from %s, expected %s (preload not effective?)\n",
+            note("tlbbench: warning: %s x %s: malloc comes from %s, expected %s (preload not effective?)\n",
                     c->w->name, c->a->name, mf, want);
         }
         snprintf(runno, sizeof runno, "%d", r + 1);
@@ -369,7 +415,7 @@ int main(int argc, char **argv) {
       tb_cell_t *c = &cells[i];
       if (c->w->no_trace) { snprintf(c->sim_note, sizeof c->sim_note, "%s", c->w->no_trace); continue; }
       done++;
-      fprintf(stderr, "[%zu/%zu] %s x %s traced run + tlbsim (elapsed %.0f s)\n", done, total, c->w->name, c->a->name, now_s() - t0);
+      progress("[%zu/%zu] %s x %s traced run + tlbsim (elapsed %.0f s)", done, total, c->w->name, c->a->name, now_s() - t0);
       char trace[4600], smaps[4600], more[9400];
       snprintf(trace, sizeof trace, "%s/%s.%s.trace", tmpdir, c->w->name, c->a->name);
       snprintf(smaps, sizeof smaps, "%s/%s.%s.smaps", tmpdir, c->w->name, c->a->name);
@@ -387,14 +433,18 @@ int main(int argc, char **argv) {
         struct stat st;
         tb_kv_t kv;
         const char *why, *traced = NULL;
-        if (tb_parse_result(p.out, &kv, &why) == 0) traced = tb_kv_get(&kv, "traced");
+        double mark = NAN;
+        if (tb_parse_result(p.out, &kv, &why) == 0) {
+          traced = tb_kv_get(&kv, "traced");
+          if (tb_kv_num(&kv, "trace_marker", &mark) != 0) mark = NAN;
+        }
         if (stat(trace, &st) != 0 || st.st_size <= 16)
           snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",
                    traced ? traced : "");
         else
-          simulate(c, tlbsim, o.cpu, trace, smaps, o.timeout_s);
+          simulate(c, tlbsim, o.cpu, trace, smaps, !isnan(mark), o.timeout_s);
       }
-      if (c->sim_note[0]) fprintf(stderr, "tlbbench: %s x %s: %s\n", c->w->name, c->a->name, c->sim_note);
+      if (c->sim_note[0]) note("tlbbench: %s x %s: %s\n", c->w->name, c->a->name, c->sim_note);
       tb_proc_free(&p);
       if (!o.keep_traces) unlink(trace);
     }
@@ -406,20 +456,28 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/summary.csv", o.out);
   FILE *f = fopen(path, "w");
   if (f) { tb_write_summary_csv(f, cells, ncells); fclose(f); }
-  else fprintf(stderr, "tlbbench: cannot write %s: %s\n", path, strerror(errno));
+  else note("tlbbench: cannot write %s: %s\n", path, strerror(errno));
   int plots = tb_write_plots(o.out, cells, ncells);
   snprintf(path, sizeof path, "%s/summary.md", o.out);
   f = fopen(path, "w");
+  progress_clear();
   FILE *outs[2] = {stdout, f};
   for (int k = 0; k < 2; k++) {
     FILE *x = outs[k];
-    if (!x) { fprintf(stderr, "tlbbench: cannot write %s: %s\n", path, strerror(errno)); continue; }
+    if (!x) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); continue; }
     fprintf(x, "\n## tlbbench %s: %zu cells, %d runs each (medians; spread = (max-min)/median)\n\n",
             o.scale == TB_SCALE_FULL ? "full" : o.scale == TB_SCALE_DEMO ? "demo" : "tiny", ncells, o.runs);
+    for (size_t i = 0; i < ncells; i++)
+      if (runs_of(&o, cells[i].w) != o.runs && (i == 0 || cells[i - 1].w != cells[i].w))
+        fprintf(x, "(%s: %d runs per cell in --demo: each run of the real program takes seconds)\n\n",
+                cells[i].w->name, runs_of(&o, cells[i].w));
     tb_write_markdown(x, cells, ncells);
     fprintf(x, "\nje = jemalloc (default). TLB entries: pagemap + kpageflags, one per huge page and per "
                "other 4 KiB page holding hot bytes; floor = ceil(hot bytes / 2 MiB). Simulator: tlbsim "
-               "--cpu %s on each workload's own trace (native; nested = --nested 4k).\n", o.cpu);
+               "--cpu %s on each workload's own trace (native; nested = --nested 4k), counted from the "
+               "trace's B record (--warmup marker): the records before it repeat the warm-up of the "
+               "timed phase and only fill the TLBs and walk caches (summary.csv: sim_warmup_accesses). "
+               "Per 1k = per 1,000 accesses of that measured region; inf = none left in it.\n", o.cpu);
     fprintf(x, "\n### Targets (tlbpack = pool:auto,group:site)\n\n");
     tb_write_targets(x, cells, ncells);
     if (nskipped || !o.sim) {
@@ -435,7 +493,7 @@ int main(int argc, char **argv) {
                 cells[i].sim_note[0] ? " sim: " : "", cells[i].sim_note);
   }
   if (f) fclose(f);
-  fprintf(stderr, "tlbbench: done in %.0f s; %s/{runs.csv,summary.csv,summary.md}, %d plot(s)\n", now_s() - t0, o.out, plots);
+  note("tlbbench: done in %.0f s; %s/{runs.csv,summary.csv,summary.md}, %d plot(s)\n", now_s() - t0, o.out, plots);
   for (size_t i = 0; i < ncells; i++)
     if (cells[i].nruns == 0) return 1;  /* a cell that never ran is a failure of the benchmark */
   return 0;

@@ -14,8 +14,15 @@
  *     ts_print_json(stdout, s, NULL);
  *     ts_sim_free(s);
  *
- * Every function that can fail on user input returns -1 (or NULL) and writes one line naming
- * the input and what would be accepted into err; it never prints or exits.
+ * Errors. Nothing in the library prints, exits or aborts. A function that can fail on user
+ * input returns -1 (or NULL) and writes one line into err naming the input and what would be
+ * accepted. Running out of memory is an error too: ts_sim_new() returns NULL ("out of
+ * memory ..."); during a run (the footprint grows with the distinct pages touched) the
+ * simulator becomes *failed*: ts_access() and ts_context_switch() return -1, ts_run_fd()
+ * returns -1 with the reason in err, ts_sim_error() says why, and every later access is
+ * refused and not counted. The counters of a failed simulator cover the accesses before the
+ * failure; ts_sim_stats() and the printers still work, and ts_sim_free() frees everything.
+ * Each declaration below says what it returns on failure.
  */
 #ifndef TLBSIM_H
 #define TLBSIM_H
@@ -77,6 +84,9 @@ typedef struct ts_config_s {
   uint32_t lat_l2;                 /* each L1 miss that looks up the L2 TLB */
   uint32_t lat_walk;               /* fixed cost of starting a walk */
   uint32_t lat_ref;                /* each page-table memory reference */
+  /* Which keys ts_config_set() was given (bookkeeping; ts_config_preset() clears it), so that
+   * ts_config_check() can refuse a setting this configuration would ignore. */
+  uint64_t given;
 } ts_config_t;
 
 /* Counters. Demand accesses and software prefetches are counted apart. */
@@ -92,16 +102,26 @@ typedef struct ts_stats_s {
   uint64_t pt_pages[TS_MAX_LEVELS + 1];      /* directories at level k (1 = page tables) */
   uint64_t mapped_pt_pages[TS_MAX_LEVELS + 1]; /* same, to map every range of --regions/--smaps */
   uint64_t est_walk_cycles;
+  /* Demand accesses before the measured region (ts_sim_set_warmup, ts_sim_measure_start): they
+   * warmed the TLBs and walk caches and are in no other counter, except that distinct_pages
+   * and the page-table counts cover the whole trace (the address space they describe exists
+   * whether or not it was measured). 0 without a warm-up. */
+  uint64_t warmup_accesses;
 } ts_stats_t;
 
 typedef struct ts_sim_s ts_sim_t;
 
 /* ---- configuration ------------------------------------------------------------------- */
-/* Fills cfg with a preset: core2, skylake, goldencove, zen2, zen3, zen4, custom. */
+/* Fills cfg with a preset: core2, skylake, goldencove, zen2, zen3, zen4, custom.
+ * Returns 0, or -1 for an unknown name (cfg untouched). */
 int ts_config_preset(ts_config_t *cfg, const char *name);
-/* Applies one "key=value" (the --set syntax; see ts_config_keys()). */
+/* Applies one "key=value" (the --set syntax; see ts_config_keys()). Returns 0, or -1 with
+ * "--set KEY: expected ..." in err for an unknown key or a bad value (cfg unchanged). */
 int ts_config_set(ts_config_t *cfg, const char *assignment, char *err, size_t errlen);
-/* Checks the geometry (ways divide entries, tree-PLRU needs power-of-two ways, ...). */
+/* Checks the geometry (ways divide entries, tree-PLRU needs power-of-two ways, ...) and that
+ * every key given to ts_config_set() has an effect in the final configuration (l2.ways with
+ * l2.entries 0, asid.count in flush mode, ... are refused). Returns 0, or -1 with the reason
+ * in err. ts_sim_new() calls it. */
 int ts_config_check(const ts_config_t *cfg, char *err, size_t errlen);
 /* A help text listing every --set key. */
 const char *ts_config_keys(void);
@@ -111,32 +131,57 @@ int ts_page_size_parse(const char *s);
 const char *ts_page_size_name(int ps);
 
 /* ---- the simulator ------------------------------------------------------------------- */
+/* Returns the simulator, or NULL with the reason in err: a configuration ts_config_check()
+ * refuses, or "out of memory ...". */
 ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen);
-void ts_sim_free(ts_sim_t *s);
+void ts_sim_free(ts_sim_t *s);   /* NULL is a no-op */
 /* Page sizes per range. Regions (tlbpack's format) take precedence over smaps; both must be
- * loaded before the first access. Errors name FILE:LINE. */
+ * loaded before the first access. Return 0, or -1 with the reason in err (errors in a file
+ * name FILE:LINE; a range after the first access, misaligned, overlapping or beyond the
+ * address space; out of memory). */
 int ts_sim_load_regions(ts_sim_t *s, const char *path, char *err, size_t errlen);
 int ts_sim_load_smaps(ts_sim_t *s, const char *path, char *err, size_t errlen);
 int ts_sim_add_range(ts_sim_t *s, uint64_t start, uint64_t end, int page_size, int from_smaps,
                      char *err, size_t errlen);
 
-/* One access: op is 'R', 'W', 'I' (instruction fetch) or 'P' (software prefetch). size 0 counts
- * as 1. An access that crosses page boundaries touches every page it covers. */
-void ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op);
-/* Switch to address space asid (the trace's "C <asid>"). Returns -1 past 32768 spaces. */
+/* One access: op is 'R', 'W', 'I' (instruction fetch) or 'P' (software prefetch); any other op
+ * is ignored. size 0 counts as 1. An access that crosses page boundaries touches every page it
+ * covers. Returns 0, or -1 when the simulator has failed (out of memory, at this access or
+ * before; ts_sim_error() says why). */
+int ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op);
+/* Switch to address space asid (the trace's "C <asid>"). Returns 0, or -1 past 32768 address
+ * spaces (the simulator stays usable) or when the simulator has failed (ts_sim_error()). */
 int ts_context_switch(ts_sim_t *s, uint64_t asid);
-/* Counters so far (est_walk_cycles and page-table counts are brought up to date). */
+/* A measured region. The first n demand accesses (reads, writes, instruction fetches; not
+ * prefetches or context switches) only warm the TLBs and walk caches up; at the n-th, every
+ * counter restarts from 0 (see warmup_accesses). n = TS_WARMUP_MARKER: the warm-up lasts until
+ * the trace's first B record (ts_run_fd), or until ts_sim_measure_start(). n = 0: none (the
+ * default; B records are then ignored). Returns 0, or -1 after the first access. */
+#define TS_WARMUP_MARKER UINT64_MAX
+int ts_sim_set_warmup(ts_sim_t *s, uint64_t n, char *err, size_t errlen);
+/* Starts the measured region now: the counters so far become warmup_accesses, the TLBs and
+ * walk caches keep what they hold. Ends any warm-up set with ts_sim_set_warmup(). */
+void ts_sim_measure_start(ts_sim_t *s);
+/* 1 while a warm-up set with ts_sim_set_warmup() has not ended (too few accesses so far, or no
+ * B record yet): the counters then hold nothing measured. Else 0. */
+int ts_sim_warming(const ts_sim_t *s);
+/* Why the simulator failed ("out of memory for ... after N accesses"), or NULL while it has not. */
+const char *ts_sim_error(const ts_sim_t *s);
+/* Counters so far (est_walk_cycles and page-table counts are brought up to date). Never NULL;
+ * after a failure, the counts of the accesses before it. */
 const ts_stats_t *ts_sim_stats(ts_sim_t *s);
 const ts_config_t *ts_sim_config(const ts_sim_t *s);
 
 /* ---- traces -------------------------------------------------------------------------- */
 /* Streams a trace from fd through s in constant memory. fmt TS_FMT_AUTO detects it.
- * Returns 0, or -1 with "line N: what was expected" (or "record N: ...") in err. */
+ * Returns 0, or -1 with "line N: what was expected" (or "record N: ...") in err, or with a read
+ * error, or with ts_sim_error()'s reason when the simulator ran out of memory. */
 int ts_run_fd(ts_sim_t *s, int fd, ts_format_t fmt, ts_format_t *detected, char *err, size_t errlen);
-int ts_format_parse(const char *s);   /* "auto|text|lackey|bin" -> ts_format_t or -1 */
+int ts_format_parse(const char *s);   /* "auto|text|lackey|bin" -> ts_format_t, or -1 */
 const char *ts_format_name(ts_format_t f);
 
-/* Binary trace writer (the format in README.md): a 16-byte header, then 16-byte records. */
+/* Binary trace writer (the format in README.md): a 16-byte header, then 16-byte records
+ * (op 'B', address and size 0: the measured region begins here; see ts_sim_set_warmup). */
 #define TS_BIN_MAGIC "TLBPTRC"
 typedef struct ts_bin_record_s {
   uint64_t addr;
@@ -144,11 +189,12 @@ typedef struct ts_bin_record_s {
   uint8_t op;
   uint8_t pad[3];
 } ts_bin_record_t;
-int ts_bin_write_header(FILE *f);
-int ts_bin_write(FILE *f, uint64_t addr, uint32_t size, char op);
+int ts_bin_write_header(FILE *f);                                   /* 0, or -1: fwrite failed */
+int ts_bin_write(FILE *f, uint64_t addr, uint32_t size, char op);   /* 0, or -1: fwrite failed */
 
 /* ---- reports ------------------------------------------------------------------------- */
-/* label names the trace (may be NULL). */
+/* label names the trace (may be NULL). The printers return nothing: a write error is left
+ * in out's error indicator (ferror). */
 void ts_print_text(FILE *out, ts_sim_t *s, const char *label);
 void ts_print_json(FILE *out, ts_sim_t *s, const char *label);
 /* Two runs side by side with ratios b/a. */

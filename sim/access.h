@@ -4,7 +4,8 @@
 #define TS_ACCESS_H
 #include "internal.h"
 
-void _ts_start(ts_sim_t *s);
+/* Before the first access: builds the page map. -1 when the simulator has failed. */
+int _ts_start(ts_sim_t *s);
 /* 1 + the op's class: 'R' 0, 'W' 1, 'I' 2, 'P' 3; 0 for anything else. */
 extern const uint8_t _ts_op_class1[256];
 /* How a translation enters the miss path. */
@@ -34,8 +35,9 @@ static inline __attribute__((always_inline)) void _ts_touch(ts_sim_t *s, uint64_
   _ts_l1_miss(s, va, a, instr, ps, tps, page, key);
 }
 
+/* After a failure (state TS_FAILED) nothing is counted; callers look at s->state. */
 static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
-  if (TS_UNLIKELY(!s->started)) _ts_start(s);
+  if (TS_UNLIKELY(s->state != TS_RUNNING) && _ts_start(s)) return;
   uint64_t mask = s->va_mask, va = addr & mask;
   int ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
   /* Branch-free on the op (reads and writes interleave unpredictably in most traces): its
@@ -56,6 +58,13 @@ static inline __attribute__((always_inline)) void _ts_access_inline(ts_sim_t *s,
   if (last > mask || last < va) last = mask;
   if ((va | pmask) >= last) _ts_touch(s, va, kind, ps);   /* clipped at the top of the space */
   else _ts_straddle(s, va, last, kind, ps);
+}
+
+/* After a demand access while a counted warm-up runs: ends it at its last access. */
+static inline __attribute__((always_inline)) void _ts_warm_step(ts_sim_t *s) {
+  if (TS_UNLIKELY(s->warm_mode == TS_WARM_COUNT) &&
+      s->st.reads + s->st.writes + s->st.ifetches >= s->warm_until)
+    ts_sim_measure_start(s);
 }
 
 #endif

@@ -26,7 +26,7 @@ int _ts_pagemap_add(ts_pagemap_t *m, int layer, uint64_t start, uint64_t end, in
   }
   if (m->n[layer] == m->cap[layer]) {
     size_t cap = m->cap[layer] ? 2 * m->cap[layer] : 16;
-    ts_range_t *p = realloc(m->layer[layer], cap * sizeof *p);
+    ts_range_t *p = _ts_realloc(m->layer[layer], cap * sizeof *p);
     if (!p) { _ts_err(err, errlen, "out of memory for ranges"); return -1; }
     m->layer[layer] = p;
     m->cap[layer] = cap;
@@ -62,9 +62,10 @@ int _ts_pagemap_build(ts_pagemap_t *m) {
   for (int l = 0; l < 2; l++)
     if (m->n[l]) qsort(m->layer[l], m->n[l], sizeof(ts_range_t), cmp_range);
   size_t nb = 2 * (m->n[0] + m->n[1]) + 2, k = 0;
-  uint64_t *b = malloc(nb * sizeof *b);
+  uint64_t *b = _ts_malloc(nb * sizeof *b);
   free(m->flat);
-  m->flat = malloc(nb * sizeof *m->flat);
+  m->flat = _ts_malloc(nb * sizeof *m->flat);
+  m->nflat = 0;
   if (!b || !m->flat) { free(b); return -1; }
   b[k++] = 0;
   b[k++] = UINT64_MAX;
@@ -130,11 +131,11 @@ static inline size_t hslot(uint64_t key, size_t mask) {
   return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
 }
 
-bool _ts_hset_insert(ts_hset_t *h, uint64_t key) {
+int _ts_hset_insert(ts_hset_t *h, uint64_t key) {
   if ((h->n + 1) * 4 > h->cap * 3) {
     size_t cap = h->cap ? 2 * h->cap : 1024;
-    uint64_t *s = calloc(cap, sizeof *s);
-    if (!s) abort();   /* bounded by the footprint; out of memory here is not recoverable */
+    uint64_t *s = _ts_calloc(cap, sizeof *s);
+    if (!s) return -1;
     for (size_t i = 0; i < h->cap; i++) {
       uint64_t k = h->slots[i];
       if (!k) continue;
@@ -148,12 +149,12 @@ bool _ts_hset_insert(ts_hset_t *h, uint64_t key) {
   }
   size_t j = hslot(key, h->cap - 1);
   while (h->slots[j]) {
-    if (h->slots[j] == key) return false;
+    if (h->slots[j] == key) return 0;
     j = (j + 1) & (h->cap - 1);
   }
   h->slots[j] = key;
   h->n++;
-  return true;
+  return 1;
 }
 
 void _ts_hset_free(ts_hset_t *h) {
@@ -175,15 +176,20 @@ void _ts_ptmap_free(ts_ptmap_t *m) {
   memset(m, 0, sizeof *m);
 }
 
-/* The bitmap of a level-1 directory (key nonzero); *created when it is new. */
+/* The bitmap of a level-1 directory (key nonzero); *created when it is new. NULL: out of
+ * memory (the map is left as it was). */
 static uint64_t *ptmap_bits(ts_ptmap_t *m, uint64_t key, bool *created) {
   *created = false;
   if (key == m->last_key) return m->bits + 8 * (size_t)m->last_idx;
   if ((m->n + 1) * 2 > m->cap) {
     size_t cap = m->cap ? 2 * m->cap : 64;
-    uint64_t *k2 = calloc(cap, sizeof *k2);
-    uint32_t *i2 = calloc(cap, sizeof *i2);
-    if (!k2 || !i2) abort();   /* bounded by the footprint, as in _ts_hset_insert */
+    uint64_t *k2 = _ts_calloc(cap, sizeof *k2);
+    uint32_t *i2 = _ts_calloc(cap, sizeof *i2);
+    if (!k2 || !i2) {
+      free(k2);
+      free(i2);
+      return NULL;
+    }
     for (size_t i = 0; i < m->cap; i++) {
       if (!m->keys[i]) continue;
       size_t j = hslot(m->keys[i], cap - 1);
@@ -202,8 +208,8 @@ static uint64_t *ptmap_bits(ts_ptmap_t *m, uint64_t key, bool *created) {
   if (!m->keys[j]) {
     if (m->n == m->bcap) {
       size_t bcap = m->bcap ? 2 * m->bcap : 64;
-      uint64_t *b = realloc(m->bits, bcap * 8 * sizeof *b);
-      if (!b) abort();
+      uint64_t *b = _ts_realloc(m->bits, bcap * 8 * sizeof *b);
+      if (!b) return NULL;
       m->bits = b;
       m->bcap = bcap;
     }
@@ -220,29 +226,35 @@ static uint64_t *ptmap_bits(ts_ptmap_t *m, uint64_t key, bool *created) {
 /* Counts a new page and the new directories above it. A 4K page's level-1 directory and its
  * bit live in pt4k (the directory exists exactly when some 4K page under it was touched);
  * 2M and 1G pages and the directories above level 1 are keys in the touched set. */
-void _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps) {
+int _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps) {
   uint32_t sp = s->as.cur_space;
-  int k = ps + 1;
+  int k = ps + 1, r;
   if (ps == TS_PS_4K && s->cfg.levels > 1) {
     bool created;
     uint64_t *b = ptmap_bits(&s->pt4k, fkey(4 + 1, sp, va >> 21), &created);
+    if (TS_UNLIKELY(!b)) return -1;
+    size_t c = (va >> 21) & (TS_PTC - 1);
+    s->ptc_key[c] = (((uint64_t)sp << 45) | ((va >> 21) & ((1ull << 45) - 1))) + 1;
+    s->ptc_idx[c] = (uint32_t)((b - s->pt4k.bits) / 8);
     uint64_t bit = 1ull << ((va >> 12) & 63), *w = &b[(va >> 18) & 7];
-    if (*w & bit) return;
+    if (*w & bit) return 0;
     *w |= bit;
     s->st.distinct_pages[ps]++;
-    if (!created) return;
+    if (!created) return 0;
     s->st.pt_pages[1]++;
     k = 2;
   } else {
-    if (!_ts_hset_insert(&s->touched, fkey(1 + (uint32_t)ps, sp, va >> _ts_shift(ps)))) return;
+    if ((r = _ts_hset_insert(&s->touched, fkey(1 + (uint32_t)ps, sp, va >> _ts_shift(ps)))) <= 0)
+      return r;
     s->st.distinct_pages[ps]++;
   }
   for (; k <= s->cfg.levels; k++) {
     /* A new directory's parent may exist already; an existing one means all above exist. */
     uint64_t dir = k == s->cfg.levels ? 0 : va >> (12 + 9 * k);
-    if (!_ts_hset_insert(&s->touched, fkey(4 + (uint32_t)k, sp, dir))) break;
+    if ((r = _ts_hset_insert(&s->touched, fkey(4 + (uint32_t)k, sp, dir))) <= 0) return r;
     s->st.pt_pages[k]++;
   }
+  return 0;
 }
 
 /* ---- ASIDs --------------------------------------------------------------------------- */
@@ -250,11 +262,11 @@ void _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps) {
 int _ts_aspace_init(ts_aspace_t *as, uint32_t nslots) {
   memset(as, 0, sizeof *as);
   as->nslots = nslots;
-  as->slot_asid = calloc(nslots, sizeof *as->slot_asid);
-  as->slot_used = calloc(nslots, sizeof *as->slot_used);
+  as->slot_asid = _ts_calloc(nslots, sizeof *as->slot_asid);
+  as->slot_used = _ts_calloc(nslots, sizeof *as->slot_used);
   as->map_cap = 64;
-  as->map_keys = calloc(as->map_cap, sizeof *as->map_keys);
-  as->map_vals = calloc(as->map_cap, sizeof *as->map_vals);
+  as->map_keys = _ts_calloc(as->map_cap, sizeof *as->map_keys);
+  as->map_vals = _ts_calloc(as->map_cap, sizeof *as->map_vals);
   if (!as->slot_asid || !as->slot_used || !as->map_keys || !as->map_vals) return -1;
   for (uint32_t i = 0; i < nslots; i++) as->slot_asid[i] = UINT64_MAX;   /* unused */
   as->slot_asid[0] = 0;
@@ -272,7 +284,7 @@ void _ts_aspace_free(ts_aspace_t *as) {
   memset(as, 0, sizeof *as);
 }
 
-/* Dense id of a software ASID, or -1 past TS_MAX_SPACES. */
+/* Dense id of a software ASID, or -1 past TS_MAX_SPACES, -2 out of memory. */
 static int64_t space_id(ts_aspace_t *as, uint64_t asid) {
   uint64_t key = asid + 1 ? asid + 1 : 1ull << 63;
   size_t mask = as->map_cap - 1, j = hslot(key, mask);
@@ -283,9 +295,13 @@ static int64_t space_id(ts_aspace_t *as, uint64_t asid) {
   if (as->nspaces >= TS_MAX_SPACES) return -1;
   if ((as->nspaces + 1) * 2 > as->map_cap) {
     size_t cap = as->map_cap * 2;
-    uint64_t *k2 = calloc(cap, sizeof *k2);
-    uint32_t *v2 = calloc(cap, sizeof *v2);
-    if (!k2 || !v2) abort();
+    uint64_t *k2 = _ts_calloc(cap, sizeof *k2);
+    uint32_t *v2 = _ts_calloc(cap, sizeof *v2);
+    if (!k2 || !v2) {
+      free(k2);
+      free(v2);
+      return -2;
+    }
     for (size_t i = 0; i < as->map_cap; i++) {
       if (!as->map_keys[i]) continue;
       size_t t = hslot(as->map_keys[i], cap - 1);
@@ -309,8 +325,10 @@ static int64_t space_id(ts_aspace_t *as, uint64_t asid) {
 
 int ts_context_switch(ts_sim_t *s, uint64_t asid) {
   ts_aspace_t *as = &s->as;
+  if (s->state == TS_FAILED) return -1;
   if (asid == as->cur_asid) return 0;
   int64_t id = space_id(as, asid);
+  if (id == -2) _ts_fail(s, "address spaces");
   if (id < 0) return -1;
   s->st.context_switches++;
   as->cur_asid = asid;

@@ -148,7 +148,10 @@ static const char keys_help[] =
     "  hpwc.entries=N           the host's walk caches in nested walks (hpwc.l2.. likewise)\n"
     "  levels=4|5, host.levels=4|5, page_size=4k|2m|1g, nested=off|4k|2m|1g\n"
     "  asid.mode=flush|asid, asid.count=N (1..4096), seed=N\n"
-    "  lat.l2, lat.walk, lat.ref  cycles for est_walk_cycles (an estimate)\n";
+    "  lat.l2, lat.walk, lat.ref  cycles for est_walk_cycles (an estimate)\n"
+    "  A key the configuration would ignore (l2.ways while l2.entries is 0, asid.count in\n"
+    "  flush mode, seed without random replacement, ...) is an error. A TLB that had no main\n"
+    "  array (custom's l2, l2i) holds 4k pages once T.entries is given, unless T.sizes says.\n";
 const char *ts_config_keys(void) { return keys_help; }
 
 int ts_page_size_parse(const char *s) {
@@ -216,22 +219,30 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
   if (t >= 0) {
     ts_tlb_cfg_t *tc = &c->tlb[t];
     const char *f = dot + 1;
-    if (t == TS_L1D && !strcmp(f, "stores")) { U32(1, c->l1d_stores); return 0; }
-    if (t == TS_L2 && !strcmp(f, "instr")) { U32(1, c->l2_instr); return 0; }
+    if (t == TS_L1D && !strcmp(f, "stores")) { U32(1, c->l1d_stores); c->given |= TS_G_L1D_STORES; return 0; }
+    if (t == TS_L2 && !strcmp(f, "instr")) { U32(1, c->l2_instr); c->given |= TS_G_L2_INSTR; return 0; }
     if (!strcmp(f, "entries")) {   /* 0: no such TLB at all, huge-page arrays included */
       U32(TS_MAX_ENTRIES, tc->main.entries);
       if (!u) memset(tc->huge, 0, sizeof tc->huge);
+      /* A TLB that had no main array (custom's L2) holds 4 KiB pages unless T.sizes says. */
+      if (u && !tc->sizes) tc->sizes = B4K;
       return 0;
     }
-    if (!strcmp(f, "ways")) { U32(TS_MAX_ENTRIES, tc->main.ways); return 0; }
+    if (!strcmp(f, "ways")) {
+      U32(TS_MAX_ENTRIES, tc->main.ways);
+      c->given |= TS_G_TLB(t, TS_GF_WAYS);
+      return 0;
+    }
     if (!strcmp(f, "sizes")) {
       if (parse_sizes(v, &tc->sizes)) BAD("--set %s: expected page sizes like 4k,2m,1g, got '%s'", key, v);
+      c->given |= TS_G_TLB(t, TS_GF_SIZES);
       return 0;
     }
     if (!strcmp(f, "policy")) {
       int p = _ts_policy_parse(v);
       if (p < 0) BAD("--set %s: expected lru, tree-plru or random, got '%s'", key, v);
       tc->policy = (uint8_t)p;
+      c->given |= TS_G_TLB(t, TS_GF_POLICY);
       return 0;
     }
     for (int ps = TS_PS_2M; ps <= TS_PS_1G; ps++) {
@@ -241,9 +252,14 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
       if (!strcmp(f, e)) {   /* a separate array: the main one stops holding that size */
         U32(TS_MAX_ENTRIES, tc->huge[ps].entries);
         if (u) tc->sizes &= (uint8_t)~(1u << ps);
+        c->given |= TS_G_HUGE_ENTRIES(t, ps);
         return 0;
       }
-      if (!strcmp(f, w)) { U32(TS_MAX_ENTRIES, tc->huge[ps].ways); return 0; }
+      if (!strcmp(f, w)) {
+        U32(TS_MAX_ENTRIES, tc->huge[ps].ways);
+        c->given |= TS_G_HUGE_WAYS(t, ps);
+        return 0;
+      }
     }
     BAD("--set %s: unknown field '%s' (expected entries, ways, sizes, policy, 2m.entries, "
         "2m.ways, 1g.entries, 1g.ways)", key, f);
@@ -251,13 +267,17 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
   if (!strncmp(key, "pwc.", 4) || !strncmp(key, "hpwc.", 5)) {
     uint32_t *arr = key[0] == 'h' ? c->hpwc : c->pwc;
     const char *f = strchr(key, '.') + 1;
+    bool host = key[0] == 'h';
     if (!strcmp(f, "entries")) {
       U32(65536, u);
       for (int k = 2; k <= TS_MAX_LEVELS; k++) arr[k] = u;
+      if (host) c->given |= TS_G_HPWC;
       return 0;
     }
     if (f[0] == 'l' && f[1] >= '2' && f[1] <= '5' && (!f[2] || !strcmp(f + 2, ".entries"))) {
-      U32(65536, arr[f[1] - '0']);
+      int k = f[1] - '0';
+      U32(65536, arr[k]);
+      c->given |= host ? TS_G_HPWC | TS_G_HPWC_L(k) : TS_G_PWC(k);
       return 0;
     }
     BAD("--set %s: expected %.*s.entries or %.*s.l2 .. %.*s.l5", key, (int)(f - key - 1), key,
@@ -266,6 +286,7 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
   if (!strcmp(key, "levels") || !strcmp(key, "host.levels")) {
     if (strcmp(v, "4") && strcmp(v, "5")) BAD("--set %s: expected 4 or 5, got '%s'", key, v);
     *(key[0] == 'h' ? &c->host_levels : &c->levels) = v[0] - '0';
+    if (key[0] == 'h') c->given |= TS_G_HOST_LEVELS;
     return 0;
   }
   if (!strcmp(key, "page_size")) {
@@ -289,6 +310,7 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
   if (!strcmp(key, "asid.count")) {
     U32(TS_MAX_ASIDS, c->asid_count);
     if (!c->asid_count) BAD("--set %s: expected 1 to %u hardware ASIDs, got 0", key, TS_MAX_ASIDS);
+    c->given |= TS_G_ASID_COUNT;
     return 0;
   }
   if (!strcmp(key, "seed")) {
@@ -298,6 +320,7 @@ int ts_config_set(ts_config_t *c, const char *a, char *err, size_t errlen) {
     unsigned long long x = strtoull(v, &end, 0);
     if (errno || *end) BAD("--set seed: expected a whole number, got '%s'", v);
     c->seed = x;
+    c->given |= TS_G_SEED;
     return 0;
   }
   if (!strcmp(key, "lat.l2")) { U32(1000000, c->lat_l2); return 0; }
@@ -314,6 +337,81 @@ static int check_array(const ts_array_cfg_t *a, int policy, const char *what, ch
     BAD("%s: %u ways do not divide %u entries", what, ways, a->entries);
   if (policy == TS_POL_PLRU && ((ways & (ways - 1)) || ways > 64))
     BAD("%s: tree-plru needs a power-of-two number of ways up to 64, got %u", what, ways);
+  return 0;
+}
+
+/* A --set that the rest of the configuration makes meaningless is refused, naming the key and
+ * why, rather than silently ignored. Checked on the final configuration, so the order of the
+ * --set options does not matter. */
+static int check_given(const ts_config_t *c, char *err, size_t errlen) {
+  static const char *const names[] = {"l1i", "l1d", "l2", "l2i"};
+  const uint64_t g = c->given;
+  for (int t = 0; t < TS_NTLBS; t++) {
+    const ts_tlb_cfg_t *tc = &c->tlb[t];
+    const char *n = names[t];
+    bool any = tc->main.entries || tc->huge[TS_PS_2M].entries || tc->huge[TS_PS_1G].entries;
+    if ((g & TS_G_TLB(t, TS_GF_WAYS)) && !tc->main.entries)
+      BAD("--set %s.ways=%u has no effect: %s.entries is 0 (no main array); give %s.entries too",
+          n, tc->main.ways, n, n);
+    if ((g & TS_G_TLB(t, TS_GF_SIZES)) && !tc->main.entries)
+      BAD("--set %s.sizes has no effect: %s.entries is 0 (no main array); give %s.entries too",
+          n, n, n);
+    if (tc->main.entries && !tc->sizes)
+      BAD("%s.entries=%u: the main array holds no page size; give %s.sizes=4k (or 2m, 1g)", n,
+          tc->main.entries, n);
+    if ((g & TS_G_TLB(t, TS_GF_POLICY)) && !any)
+      BAD("--set %s.policy has no effect: %s has no entries (%s.entries is 0)", n, n, n);
+    for (int ps = TS_PS_2M; ps <= TS_PS_1G; ps++) {
+      const char *p = ts_page_size_name(ps);
+      if ((g & TS_G_HUGE_WAYS(t, ps)) && !tc->huge[ps].entries)
+        BAD("--set %s.%s.ways=%u has no effect: %s.%s.entries is 0 (no %s array); give "
+            "%s.%s.entries too", n, p, tc->huge[ps].ways, n, p, p, n, p);
+      if ((g & TS_G_HUGE_ENTRIES(t, ps)) && tc->huge[ps].entries && tc->main.entries &&
+          (tc->sizes & (1u << ps)))
+        BAD("--set %s.%s.entries=%u has no effect: %s.sizes puts %s pages in the main array; "
+            "leave %s out of %s.sizes", n, p, tc->huge[ps].entries, n, p, p, n);
+    }
+  }
+  bool l2 = c->tlb[TS_L2].main.entries || c->tlb[TS_L2].huge[TS_PS_2M].entries ||
+            c->tlb[TS_L2].huge[TS_PS_1G].entries;
+  bool l2i = c->tlb[TS_L2I].main.entries || c->tlb[TS_L2I].huge[TS_PS_2M].entries ||
+             c->tlb[TS_L2I].huge[TS_PS_1G].entries;
+  bool l1d = c->tlb[TS_L1D].main.entries || c->tlb[TS_L1D].huge[TS_PS_2M].entries ||
+             c->tlb[TS_L1D].huge[TS_PS_1G].entries;
+  if ((g & TS_G_L2_INSTR) && !l2)
+    BAD("--set l2.instr=%d has no effect: there is no L2 TLB (l2.entries is 0)", c->l2_instr);
+  if ((g & TS_G_L2_INSTR) && l2i)
+    BAD("--set l2.instr=%d has no effect: the L2 ITLB (l2i) serves instruction misses; "
+        "l2i.entries=0 removes it", c->l2_instr);
+  if ((g & TS_G_L1D_STORES) && !l1d)
+    BAD("--set l1d.stores=%d has no effect: there is no L1 DTLB (l1d.entries is 0)", c->l1d_stores);
+  for (int k = c->levels + 1; k <= TS_MAX_LEVELS; k++)
+    if (g & TS_G_PWC(k))
+      BAD("--set pwc.l%d has no effect with %d-level paging (levels=5 uses it)", k, c->levels);
+  if ((g & TS_G_HPWC) && !c->nested)
+    BAD("--set hpwc.* has no effect without nested paging (nested=4k|2m|1g, --nested)");
+  for (int k = c->host_levels + 1; k <= TS_MAX_LEVELS; k++)
+    if (g & TS_G_HPWC_L(k))
+      BAD("--set hpwc.l%d has no effect with %d-level host paging (host.levels=5 uses it)", k,
+          c->host_levels);
+  if ((g & TS_G_HOST_LEVELS) && !c->nested)
+    BAD("--set host.levels=%d has no effect without nested paging (nested=4k|2m|1g, --nested)",
+        c->host_levels);
+  if ((g & TS_G_ASID_COUNT) && c->asid_mode != TS_ASID_TAGGED)
+    BAD("--set asid.count=%u has no effect in asid.mode=flush (asid.mode=asid, --asid-mode asid, "
+        "uses it)", c->asid_count);
+  if (g & TS_G_SEED) {
+    bool random = false;
+    for (int t = 0; t < TS_NTLBS; t++) {
+      const ts_tlb_cfg_t *tc = &c->tlb[t];
+      if (tc->policy == TS_POL_RANDOM &&
+          (tc->main.entries || tc->huge[TS_PS_2M].entries || tc->huge[TS_PS_1G].entries))
+        random = true;
+    }
+    if (!random)
+      BAD("--set seed=%llu has no effect: no TLB uses random replacement (T.policy=random)",
+          (unsigned long long)c->seed);
+  }
   return 0;
 }
 
@@ -334,5 +432,5 @@ int ts_config_check(const ts_config_t *c, char *err, size_t errlen) {
     BAD("host.levels: expected 4 or 5, got %d", c->host_levels);
   if (c->asid_count < 1 || c->asid_count > TS_MAX_ASIDS)
     BAD("asid.count: expected 1 to %u, got %u", TS_MAX_ASIDS, c->asid_count);
-  return 0;
+  return check_given(c, err, errlen);
 }

@@ -25,10 +25,33 @@
 
 #define TS_INVALID UINT64_MAX      /* an empty entry */
 #define TS_MAX_SPACES (1u << 15)   /* software address spaces (15 bits of a footprint key) */
+#define TS_PTC 64                  /* entries of the footprint's directory cache */
 
 static inline unsigned _ts_shift(int ps) { return 12u + 9u * (unsigned)ps; }
 
 void _ts_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Every allocation of the simulator goes through these. Test hook: with _ts_alloc_fail_in = n
+ * (> 0), the n-th allocation from then on fails (and the counter stops at 0 = never). */
+extern unsigned long _ts_alloc_fail_in;
+void *_ts_malloc(size_t n);
+void *_ts_calloc(size_t n, size_t size);
+void *_ts_realloc(void *p, size_t n);
+
+/* Bits of ts_config_t.given. Per TLB t, TS_G_TLB(t, f) with f one of the fields below; for a
+ * separate array of page size ps (2M, 1G) the fields are 1 + 2 ps (entries) and 2 + 2 ps (ways). */
+enum { TS_GF_WAYS = 0, TS_GF_SIZES = 1, TS_GF_POLICY = 2 };
+#define TS_G_TLB(t, f) (1ull << (8 * (t) + (f)))
+#define TS_G_HUGE_ENTRIES(t, ps) TS_G_TLB(t, 1 + 2 * (ps))
+#define TS_G_HUGE_WAYS(t, ps) TS_G_TLB(t, 2 + 2 * (ps))
+#define TS_G_L2_INSTR (1ull << 32)
+#define TS_G_L1D_STORES (1ull << 33)
+#define TS_G_PWC(k) (1ull << (32 + (k)))     /* pwc.lK, K = 2..5: bits 34..37 */
+#define TS_G_HPWC (1ull << 38)               /* any hpwc.* key */
+#define TS_G_HPWC_L(k) (1ull << (37 + (k)))  /* hpwc.lK: bits 39..42 */
+#define TS_G_HOST_LEVELS (1ull << 43)
+#define TS_G_ASID_COUNT (1ull << 44)
+#define TS_G_SEED (1ull << 45)
 
 /* ---- replacement policies: one table of function pointers ---------------------------- */
 struct ts_array_s;
@@ -50,7 +73,7 @@ int _ts_policy_parse(const char *s);   /* lru | tree-plru | plru | random -> TS_
 typedef struct ts_array_s {
   uint64_t *keys;         /* sets * ways */
   uint32_t *tags;         /* a 32-bit fold of each key (_ts_tag32), compared four at a time */
-  uint64_t *stamp;        /* LRU: last use of each entry (a per-array clock) */
+  uint32_t *stamp;        /* LRU: last use of each entry (a per-array clock; 0 = empty) */
   uint64_t *meta;         /* per-set policy state (tree-PLRU bits) */
   uint32_t sets, ways;
   uint64_t set_mask;      /* sets - 1 when sets is a power of two */
@@ -61,7 +84,7 @@ typedef struct ts_array_s {
   uint64_t recip;         /* floor(2^64 / odd) + 1 (exact for odd <= 2^19), or 0: divide */
   const ts_policy_t *pol;
   uint64_t rng;           /* random policy state */
-  uint64_t clock;         /* LRU */
+  uint32_t clock;         /* LRU: below TS_STAMP_MAX (_ts_tick renumbers the stamps there) */
   /* The key of the last hit or fill: that entry is present and most recently used in its
    * set, so looking it up again is a hit that changes no policy state (LRU: it keeps the
    * largest stamp; tree-PLRU: touching a way twice sets the same bits; random: no state).
@@ -72,14 +95,23 @@ typedef struct ts_array_s {
    * instead of comparing every way. NULL for the others. */
   uint32_t *hidx;
   uint32_t hmask;
-  /* With hidx and LRU, the valid entries also form a recency list (head: most recent), so
-   * the victim (the first empty entry, else the least recent) needs no scan of the stamps. */
+  /* With hidx, LRU and more than 64 ways, the valid entries also form a recency list (head:
+   * most recent), so the victim (the first empty entry, else the least recent) needs no scan
+   * of the stamps; up to 64 ways a vector scan is cheaper than keeping the list. */
   uint32_t *lnext, *lprev;  /* UINT32_MAX ends the list */
   uint32_t lhead, ltail, nvalid;
 } ts_array_t;
 
 int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, uint64_t seed,
                    char *err, size_t errlen);
+/* LRU stamps are 32-bit and stay below 2^31 (vector code compares them as signed lanes): at the
+ * limit, each set's stamps are renumbered 1..k in the same order, which changes no decision. */
+#define TS_STAMP_MAX 0x7fffffffu
+void _ts_array_renumber(ts_array_t *a);
+static inline uint32_t _ts_tick(ts_array_t *a) {
+  if (TS_UNLIKELY(a->clock >= TS_STAMP_MAX)) _ts_array_renumber(a);
+  return ++a->clock;
+}
 void _ts_array_free(ts_array_t *a);
 void _ts_array_flush(ts_array_t *a);
 void _ts_array_flush_slot(ts_array_t *a, uint32_t slot);
@@ -204,7 +236,7 @@ static inline __attribute__((always_inline)) bool _ts_array_probe(ts_array_t *a,
   if (f < 0) return false;
   a->mru = key;
   if (TS_LIKELY(a->policy == TS_POL_LRU)) {
-    a->stamp[base + (uint32_t)f] = ++a->clock;
+    a->stamp[base + (uint32_t)f] = _ts_tick(a);
     if (a->lnext) _ts_list_front(a, (uint32_t)f);
   } else {
     a->pol->hit(a, a->keys + base, si, (uint32_t)f);
@@ -216,34 +248,56 @@ static inline __attribute__((always_inline)) bool _ts_array_lookup(ts_array_t *a
 }
 
 /* LRU victim: the first entry with the smallest stamp (empty entries have stamp 0). */
-static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_n(const uint64_t *st, uint32_t W) {
-  uint32_t v = 0;
-  uint64_t m = st[0];
+static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_n(const uint32_t *st, uint32_t W) {
+  uint32_t v = 0, m = st[0];
 #pragma GCC unroll 16
   for (uint32_t w = 1; w < W; w++) {
-    uint64_t lt = 0 - (uint64_t)(st[w] < m);   /* masks: the compiler keeps them branch-free */
+    uint32_t lt = 0 - (uint32_t)(st[w] < m);   /* masks: the compiler keeps them branch-free */
     m ^= (m ^ st[w]) & lt;
-    v ^= (v ^ w) & (uint32_t)lt;
+    v ^= (v ^ w) & lt;
   }
   return v;
 }
-uint32_t _ts_lru_victim(const ts_array_t *a, const uint64_t *st);
+#ifdef __SSE2__
+static inline __m128i _ts_min_epi32(__m128i a, __m128i b) {   /* SSE2 has no 32-bit min */
+  __m128i lt = _mm_cmplt_epi32(a, b);
+  return _mm_or_si128(_mm_and_si128(lt, a), _mm_andnot_si128(lt, b));
+}
+/* W a multiple of 4, at most 64: the minimum four lanes at a time, then the first lane equal
+ * to it. Stamps are below 2^31, so signed lanes order them correctly. */
+static inline __attribute__((always_inline)) uint32_t _ts_lru_victim_v(const uint32_t *st, uint32_t W) {
+  __m128i m = _mm_loadu_si128((const __m128i *)st);
+#pragma GCC unroll 16
+  for (uint32_t g = 1; g < W / 4; g++) m = _ts_min_epi32(m, _mm_loadu_si128((const __m128i *)(st + 4 * g)));
+  m = _ts_min_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+  m = _ts_min_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+  uint64_t eq = 0;
+#pragma GCC unroll 16
+  for (uint32_t g = 0; g < W / 4; g++)
+    eq |= (uint64_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(st + 4 * g)), m)))
+          << (4 * g);
+  return (uint32_t)__builtin_ctzll(eq);
+}
+#else
+#define _ts_lru_victim_v _ts_lru_victim_n
+#endif
+uint32_t _ts_lru_victim(const ts_array_t *a, const uint32_t *st);
 static inline __attribute__((always_inline)) void _ts_array_fill(ts_array_t *a, uint64_t page, uint64_t key) {
   uint32_t si = _ts_set_index(a, page);
   size_t base = (size_t)si * a->ways;
   a->mru = key;
   if (TS_LIKELY(a->policy == TS_POL_LRU)) {
-    uint64_t *st = a->stamp + base;
+    uint32_t *st = a->stamp + base;
     uint32_t v;
     switch (a->ways) {
-    case 4: v = _ts_lru_victim_n(st, 4); break;
-    case 8: v = _ts_lru_victim_n(st, 8); break;
-    case 12: v = _ts_lru_victim_n(st, 12); break;
-    case 16: v = _ts_lru_victim_n(st, 16); break;
+    case 4: v = _ts_lru_victim_v(st, 4); break;
+    case 8: v = _ts_lru_victim_v(st, 8); break;
+    case 12: v = _ts_lru_victim_v(st, 12); break;
+    case 16: v = _ts_lru_victim_v(st, 16); break;
     default: v = _ts_lru_victim(a, st); break;
     }
     _ts_array_place(a, base + v, key);
-    st[v] = ++a->clock;
+    st[v] = _ts_tick(a);
     return;
   }
   a->pol->fill(a, a->keys + base, si, key);
@@ -277,7 +331,44 @@ typedef struct ts_walk_result_s {
   bool pwc_hit;
 } ts_walk_result_t;
 struct ts_walker_s;
+/* Any walk (nested ones out of line); _ts_walk_native inline for the common case. */
 ts_walk_result_t _ts_walk(ts_sim_t *s, uint64_t va, int ps, uint32_t slot);
+
+/* A walk-cache lookup: one set (fully associative), always LRU. */
+static inline __attribute__((always_inline)) bool _ts_pwc_lookup(ts_array_t *a, uint64_t key) {
+  if (key == a->mru) return true;
+  int f = a->hidx ? _ts_hx_find(a, key) : _ts_find(a, a->keys, key);
+  if (f < 0) return false;
+  a->mru = key;
+  a->stamp[f] = _ts_tick(a);
+  if (a->lnext) _ts_list_front(a, (uint32_t)f);
+  return true;
+}
+
+/* Returns the level whose entry is read first (top if nothing is cached). */
+static inline __attribute__((always_inline)) int _ts_pwc_start(ts_pwcs_t *p, uint64_t va, int leaf,
+                                                           int top, uint32_t slot, bool *hit) {
+  for (int k = leaf + 1; k <= top; k++) {
+    if (!p->on[k]) continue;
+    uint64_t pre = va >> (12 + 9 * (k - 1));
+    if (_ts_pwc_lookup(&p->level[k], _ts_key(pre, 0, slot))) {
+      *hit = true;
+      return k - 1;
+    }
+  }
+  *hit = false;
+  return top;
+}
+
+static inline __attribute__((always_inline)) void _ts_pwc_fill(ts_pwcs_t *p, uint64_t va, int leaf,
+                                                           int start, uint32_t slot) {
+  for (int k = leaf + 1; k <= start; k++) {
+    if (!p->on[k]) continue;
+    uint64_t pre = va >> (12 + 9 * (k - 1));
+    _ts_array_fill(&p->level[k], pre, _ts_key(pre, 0, slot));
+  }
+}
+
 
 /* ---- address space ------------------------------------------------------------------- */
 typedef struct ts_range_s { uint64_t start, end; int ps, mapped; } ts_range_t;   /* end exclusive */
@@ -302,7 +393,7 @@ void _ts_pagemap_pt_pages(const ts_pagemap_t *m, int levels, uint64_t *out);
 
 /* An open-addressing set of nonzero 64-bit keys; grows with the footprint only. */
 typedef struct ts_hset_s { uint64_t *slots; size_t cap, n; } ts_hset_t;
-bool _ts_hset_insert(ts_hset_t *h, uint64_t key);   /* true when key was new */
+int _ts_hset_insert(ts_hset_t *h, uint64_t key);   /* 1: key was new, 0: known, -1: out of memory */
 void _ts_hset_free(ts_hset_t *h);
 
 /* The 4K pages touched under each page table (level-1 directory): an open-addressing map from
@@ -339,20 +430,56 @@ struct ts_sim_s {
   ts_pwcs_t pwc, hpwc;
   ts_pagemap_t pm;
   bool uniform;             /* no ranges loaded: every address has cfg.page_size */
-  bool started;
+  uint8_t state;            /* TS_NEW, TS_RUNNING, or TS_FAILED (out of memory: error says) */
+  uint8_t warm_mode;        /* TS_WARM_*: a warm-up still running, and how it ends */
+  uint64_t warm_until;      /* TS_WARM_COUNT: the demand access that ends it */
   ts_aspace_t as;
   ts_hset_t touched;        /* distinct 2M/1G pages and directories above level 1 (footprint keys) */
   ts_ptmap_t pt4k;          /* level-1 directories and the 4K pages touched under each */
+  /* Recent level-1 directories of pt4k, direct-mapped by address: (space << 45 | directory
+   * number) + 1 (0: empty), and the bitmap number; pt4k never drops a directory, so an entry
+   * stays right. */
+  uint64_t ptc_key[TS_PTC];
+  uint32_t ptc_idx[TS_PTC];
   int store_kind;           /* 2 when stores skip the L1 DTLB (l1d.stores=0), else 0 */
   uint8_t kind_of[3];       /* _ts_touch's kind for a read, a write, an instruction fetch */
   uint8_t tps_of[TS_NSIZES];/* page size held in the TLBs: the smaller of guest and host */
   uint64_t va_mask;         /* addresses wrap at 12 + 9 * levels bits */
   ts_array_t *l1_of[2][TS_NSIZES];  /* [0] data, [1] instructions: the L1 array by page size */
   ts_stats_t st;
+  char error[160];          /* why the state is TS_FAILED */
 };
+enum { TS_NEW = 0, TS_RUNNING = 1, TS_FAILED = 2 };
+enum { TS_WARM_NONE = 0, TS_WARM_COUNT = 1, TS_WARM_MARKER = 2 };
 
-/* Records a first touch of a page; counts new pages and directories. */
-void _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps);
+/* Marks the simulator failed (the first reason is kept): every later access is refused. */
+void _ts_fail(ts_sim_t *s, const char *what);
+
+/* Records a first touch of a page; counts new pages and directories. -1: out of memory. */
+int _ts_footprint_touch(ts_sim_t *s, uint64_t va, int ps);
+
+/* A native walk (no nesting): the deepest cached upper-level entry, then the levels below it. */
+static inline __attribute__((always_inline)) ts_walk_result_t _ts_walk_native(ts_sim_t *s, uint64_t va,
+                                                                             int ps, uint32_t slot) {
+  int top = s->cfg.levels, leaf = ps + 1;
+  bool hit;
+  int start = _ts_pwc_start(&s->pwc, va, leaf, top, slot, &hit);
+  _ts_pwc_fill(&s->pwc, va, leaf, start, slot);
+  return (ts_walk_result_t){(uint32_t)(top - leaf + 1), (uint32_t)(start - leaf + 1), hit};
+}
+
+/* The footprint of a walk: for a 4K page whose page table is in the direct-mapped cache, one
+ * bit says whether the page is new; everything else out of line. -1: out of memory. */
+static inline __attribute__((always_inline)) int _ts_footprint(ts_sim_t *s, uint64_t va, int ps) {
+  if (TS_LIKELY(ps == TS_PS_4K)) {
+    size_t c = (va >> 21) & (TS_PTC - 1);
+    if (s->ptc_key[c] == (((uint64_t)s->as.cur_space << 45) | ((va >> 21) & ((1ull << 45) - 1))) + 1) {
+      uint64_t bit = 1ull << ((va >> 12) & 63);
+      if (s->pt4k.bits[8 * (size_t)s->ptc_idx[c] + ((va >> 18) & 7)] & bit) return 0;
+    }
+  }
+  return _ts_footprint_touch(s, va, ps);
+}
 int _ts_aspace_init(ts_aspace_t *as, uint32_t nslots);
 void _ts_aspace_free(ts_aspace_t *as);
 

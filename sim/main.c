@@ -5,7 +5,8 @@
  *
  * Options before the first trace apply to every run; in --compare mode options after a trace
  * apply to that trace only (its --regions/--smaps, or --asid-mode to cost both modes on one
- * trace). Exit status: 0, or 2 for any bad input (usage, --set, a file, a trace line).
+ * trace). Exit status: 0, 2 for any bad input (usage, --set, a file, a trace line), 1 when the
+ * simulator runs out of memory.
  */
 #include "tlbsim.h"
 
@@ -38,6 +39,8 @@ static void usage(FILE *out) {
       "  --levels 4|5        paging levels\n"
       "  --nested 4k|2m|1g   virtualized: 2-D walk over host pages of that size\n"
       "  --asid-mode flush|asid  context switches flush the TLBs, or tag entries with ASIDs\n"
+      "  --warmup N|marker   measure from the N+1-th access, or from the trace's first B record:\n"
+      "                      the warm-up fills the TLBs and walk caches; JSON warmup_accesses\n"
       "  --format auto|text|lackey|bin\n"
       "  --label NAME        name of the run in the report\n"
       "  --json              one JSON object on stdout\n"
@@ -57,19 +60,21 @@ static int die(const char *fmt, const char *a, const char *b) {
 
 static const char *const with_value[] = {"--cpu", "--set", "--page-size", "--regions", "--smaps",
                                          "--levels", "--nested", "--asid-mode", "--format",
-                                         "--label", NULL};
+                                         "--label", "--warmup", NULL};
 
-/* Configures, loads ranges and runs one side. Returns the sim or NULL (message printed). */
-static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare, bool *failed) {
+/* Configures, loads ranges and runs one side. Returns the sim, or NULL (message printed) with
+ * the exit status in *status. */
+static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare, int *status) {
   char err[512];
-  const char *cpu = "skylake", *fmt = "auto";
+  const char *cpu = "skylake", *fmt = "auto", *warmup = NULL;
   const side_t *parts[2] = {common, side};
   for (int p = 0; p < 2; p++)
     for (int i = 0; i < parts[p]->n; i++) {
       if (!strcmp(parts[p]->opt[i].name, "--cpu")) cpu = parts[p]->opt[i].val;
       if (!strcmp(parts[p]->opt[i].name, "--format")) fmt = parts[p]->opt[i].val;
+      if (!strcmp(parts[p]->opt[i].name, "--warmup")) warmup = parts[p]->opt[i].val;
     }
-  *failed = true;
+  *status = 2;
   ts_config_t cfg;
   if (ts_config_preset(&cfg, cpu)) {
     die("--cpu %s: expected core2, skylake, goldencove, zen2, zen3, zen4 or custom%s", cpu, "");
@@ -77,6 +82,19 @@ static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare
   }
   int f = ts_format_parse(fmt);
   if (f < 0) { die("--format %s: expected auto, text, lackey or bin%s", fmt, ""); return NULL; }
+  uint64_t warm = 0;
+  if (warmup && !strcmp(warmup, "marker")) {
+    warm = TS_WARMUP_MARKER;
+  } else if (warmup) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(warmup, &end, 10);
+    if (!*warmup || *warmup == '-' || *warmup == '+' || *end || errno || x >= TS_WARMUP_MARKER) {
+      die("--warmup %s: expected a number of accesses or 'marker'%s", warmup, "");
+      return NULL;
+    }
+    warm = x;
+  }
   static const struct { const char *opt, *key; } map[] = {
       {"--page-size", "page_size"}, {"--levels", "levels"}, {"--nested", "nested"},
       {"--asid-mode", "asid.mode"}};
@@ -104,6 +122,7 @@ static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare
     }
   ts_sim_t *s = ts_sim_new(&cfg, err, sizeof err);
   if (!s) { die("%s%s", err, ""); return NULL; }
+  ts_sim_set_warmup(s, warm, NULL, 0);   /* cannot fail: nothing has run yet */
   for (int p = 0; p < 2; p++)
     for (int i = 0; i < parts[p]->n; i++) {
       const opt_t *o = &parts[p]->opt[i];
@@ -125,10 +144,24 @@ static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare
   if (rc) {
     if (compare) die("%s: %s", path, err);
     else die("%s%s", err, "");
+    if (ts_sim_error(s)) *status = 1;
     ts_sim_free(s);
     return NULL;
   }
-  *failed = false;
+  if (ts_sim_warming(s)) {   /* the measured region never began: nothing would be reported */
+    const ts_stats_t *st = ts_sim_stats(s);
+    char why[160];
+    if (warm == TS_WARMUP_MARKER)
+      snprintf(why, sizeof why, "the trace has no B record (the measured region's start)");
+    else
+      snprintf(why, sizeof why, "the trace has only %llu accesses",
+               (unsigned long long)(st->reads + st->writes + st->ifetches));
+    fprintf(stderr, "tlbsim: %s%s--warmup %s: %s; nothing was measured\n", compare ? path : "",
+            compare ? ": " : "", warmup, why);
+    ts_sim_free(s);
+    return NULL;
+  }
+  *status = 0;
   return s;
 }
 
@@ -176,20 +209,20 @@ int main(int argc, char **argv) {
     cur = 1;
     if (isatty(0)) fprintf(stderr, "tlbsim: reading a trace from stdin (see --help)\n");
   }
-  bool failed;
+  int status;
   if (!compare) {
-    ts_sim_t *s = run_side(&sides[0], &sides[1], false, &failed);
-    if (!s) return 2;
+    ts_sim_t *s = run_side(&sides[0], &sides[1], false, &status);
+    if (!s) return status;
     const char *label = sides[0].label ? sides[0].label : sides[1].trace ? sides[1].trace : "-";
     if (json) ts_print_json(stdout, s, label);
     else ts_print_text(stdout, s, label);
     ts_sim_free(s);
     return 0;
   }
-  ts_sim_t *a = run_side(&sides[0], &sides[1], true, &failed);
-  if (!a) return 2;
-  ts_sim_t *b = run_side(&sides[0], &sides[2], true, &failed);
-  if (!b) { ts_sim_free(a); return 2; }
+  ts_sim_t *a = run_side(&sides[0], &sides[1], true, &status);
+  if (!a) return status;
+  ts_sim_t *b = run_side(&sides[0], &sides[2], true, &status);
+  if (!b) { ts_sim_free(a); return status; }
   const char *la = sides[1].label ? sides[1].label : sides[1].trace;
   const char *lb = sides[2].label ? sides[2].label : sides[2].trace;
   if (json) ts_print_compare_json(stdout, a, la, b, lb);

@@ -84,6 +84,10 @@ int ts_sim_load_regions(ts_sim_t *s, const char *path, char *err, size_t errlen)
       break;
     }
   }
+  if (rc == 0 && !feof(f)) {   /* getline stopped on a read error or out of memory */
+    _ts_err(err, errlen, "%s:%ld: cannot read: %s", path, no + 1, strerror(errno));
+    rc = -1;
+  }
   free(line);
   fclose(f);
   return rc;
@@ -190,6 +194,10 @@ int ts_sim_load_smaps(ts_sim_t *s, const char *path, char *err, size_t errlen) {
     }
     if (kps) ar.kps_kb = v;
     else ar.ahp_kb = v;
+  }
+  if (rc == 0 && !feof(f)) {
+    _ts_err(err, errlen, "%s:%ld: cannot read: %s", path, no + 1, strerror(errno));
+    rc = -1;
   }
   if (rc == 0) rc = flush_area(s, path, &ar, err, errlen);
   free(line);

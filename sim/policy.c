@@ -9,16 +9,16 @@
 
 /* ---- LRU: a last-use stamp per entry; the hit update is inlined in internal.h --------- */
 static void lru_hit(ts_array_t *a, uint64_t *set, uint32_t si, uint32_t w) {
-  a->stamp[(size_t)(set - a->keys) + w] = ++a->clock;
+  a->stamp[(size_t)(set - a->keys) + w] = _ts_tick(a);
   (void)si;
 }
 /* Empty entries have stamp 0 (flushes clear it), so the victim is the smallest stamp. */
 static void lru_fill(ts_array_t *a, uint64_t *set, uint32_t si, uint64_t key) {
   (void)si;
-  uint64_t *st = a->stamp + (set - a->keys);
+  uint32_t *st = a->stamp + (set - a->keys);
   uint32_t v = _ts_lru_victim(a, st);
   _ts_array_place(a, (size_t)(set - a->keys) + v, key);
-  st[v] = ++a->clock;
+  st[v] = _ts_tick(a);
 }
 
 /* ---- tree-PLRU: ways-1 bits per set, a bit says which half was used less recently ---- */

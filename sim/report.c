@@ -23,6 +23,7 @@ static size_t fields(ts_sim_t *s, field_t *f) {
   F("straddles", "  straddling two pages", st->straddles, true);
   F("prefetches", "software prefetches", st->prefetches, false);
   F("context_switches", "context switches", st->context_switches, false);
+  F("warmup_accesses", "warm-up accesses (before the above)", st->warmup_accesses, false);
   F("l1_hits", "L1 TLB hits", st->l1_hits, false);
   F("l1_misses", "L1 TLB misses", st->l1_misses, true);
   F("l1i_misses", "  L1 ITLB misses", st->l1i_misses, true);

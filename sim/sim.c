@@ -4,8 +4,27 @@
 #include "access.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+unsigned long _ts_alloc_fail_in;
+
+static inline bool alloc_fails(void) {
+  return TS_UNLIKELY(_ts_alloc_fail_in) && --_ts_alloc_fail_in == 0;
+}
+void *_ts_malloc(size_t n) { return alloc_fails() ? NULL : malloc(n); }
+void *_ts_calloc(size_t n, size_t size) { return alloc_fails() ? NULL : calloc(n, size); }
+void *_ts_realloc(void *p, size_t n) { return alloc_fails() ? NULL : realloc(p, n); }
+
+void _ts_fail(ts_sim_t *s, const char *what) {
+  if (s->state == TS_FAILED) return;
+  s->state = TS_FAILED;
+  snprintf(s->error, sizeof s->error, "out of memory for %s after %llu accesses", what,
+           (unsigned long long)(s->st.reads + s->st.writes + s->st.ifetches + s->st.prefetches));
+}
+
+const char *ts_sim_error(const ts_sim_t *s) { return s->state == TS_FAILED ? s->error : NULL; }
 
 const uint8_t _ts_op_class1[256] = {['R'] = 1, ['W'] = 2, ['I'] = 3, ['P'] = 4};
 _Static_assert(offsetof(ts_stats_t, writes) == offsetof(ts_stats_t, reads) + 8 &&
@@ -15,7 +34,7 @@ _Static_assert(offsetof(ts_stats_t, writes) == offsetof(ts_stats_t, reads) + 8 &
 ts_sim_t *ts_sim_new(const ts_config_t *cfg, char *err, size_t errlen) {
   static const char *const names[] = {"l1i", "l1d", "l2", "l2i"};
   if (ts_config_check(cfg, err, errlen)) return NULL;
-  ts_sim_t *s = calloc(1, sizeof *s);
+  ts_sim_t *s = _ts_calloc(1, sizeof *s);
   if (!s) { _ts_err(err, errlen, "out of memory"); return NULL; }
   s->cfg = *cfg;
   for (int t = 0; t < TS_NTLBS; t++) {
@@ -69,7 +88,7 @@ static inline uint64_t va_mask(const ts_sim_t *s) { return (1ull << (12 + 9 * s-
 
 int ts_sim_add_range(ts_sim_t *s, uint64_t start, uint64_t end, int ps, int from_smaps, char *err,
                      size_t errlen) {
-  if (s->started) {
+  if (s->state != TS_NEW) {
     _ts_err(err, errlen, "page-size ranges must be given before the first access");
     return -1;
   }
@@ -91,11 +110,16 @@ int ts_sim_add_range(ts_sim_t *s, uint64_t start, uint64_t end, int ps, int from
   return _ts_pagemap_add(&s->pm, from_smaps ? 1 : 0, start, end, ps, err, errlen);
 }
 
-void _ts_start(ts_sim_t *s) {
-  s->started = true;
-  if (s->pm.n[0] + s->pm.n[1] == 0) return;
-  if (_ts_pagemap_build(&s->pm)) abort();
+int _ts_start(ts_sim_t *s) {
+  if (s->state == TS_FAILED) return -1;
+  s->state = TS_RUNNING;
+  if (s->pm.n[0] + s->pm.n[1] == 0) return 0;
+  if (_ts_pagemap_build(&s->pm)) {
+    _ts_fail(s, "the page-size ranges");
+    return -1;
+  }
   s->uniform = false;
+  return 0;
 }
 
 /* After an L1 miss (or for a prefetch that missed L1): L2, then a walk, then the fills.
@@ -120,7 +144,8 @@ static inline __attribute__((always_inline)) void l1_miss(ts_sim_t *s, uint64_t 
     }
     if (!prefetch) st->l2_misses++;
   }
-  ts_walk_result_t r = _ts_walk(s, va, ps, s->as.cur_slot);
+  ts_walk_result_t r = TS_LIKELY(!s->cfg.nested) ? _ts_walk_native(s, va, ps, s->as.cur_slot)
+                                                 : _ts_walk(s, va, ps, s->as.cur_slot);
   if (prefetch) {
     st->prefetch_walks++;
     st->prefetch_walk_refs += r.refs;
@@ -130,7 +155,10 @@ static inline __attribute__((always_inline)) void l1_miss(ts_sim_t *s, uint64_t 
     st->walk_mem_refs += r.refs;
     st->pwc_hits += r.pwc_hit;
   }
-  _ts_footprint_touch(s, va, ps);
+  if (TS_UNLIKELY(_ts_footprint(s, va, ps))) {
+    _ts_fail(s, "the footprint (distinct pages and page-table directories)");
+    return;
+  }
   if (b) _ts_array_fill(b, page, key);
   if (a) _ts_array_fill(a, page, key);
 }
@@ -170,18 +198,41 @@ TS_NOINLINE void _ts_straddle(ts_sim_t *s, uint64_t va, uint64_t last, int kind,
   for (;;) {
     _ts_touch(s, va, kind, ps);
     uint64_t next = (va | ((1ull << _ts_shift(ps)) - 1)) + 1;
-    if (next == 0 || next > last) return;
+    if (next == 0 || next > last || TS_UNLIKELY(s->state == TS_FAILED)) return;
     va = next;
     ps = s->uniform ? s->cfg.page_size : _ts_pagemap_lookup(&s->pm, va);
   }
 }
 
-void ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
+int ts_access(ts_sim_t *s, uint64_t addr, uint32_t size, char op) {
   _ts_access_inline(s, addr, size, op);
+  _ts_warm_step(s);
+  return TS_UNLIKELY(s->state == TS_FAILED) ? -1 : 0;
+}
+
+int ts_sim_set_warmup(ts_sim_t *s, uint64_t n, char *err, size_t errlen) {
+  if (s->state != TS_NEW) {
+    _ts_err(err, errlen, "the warm-up must be set before the first access");
+    return -1;
+  }
+  s->warm_mode = n == 0 ? TS_WARM_NONE : n == TS_WARMUP_MARKER ? TS_WARM_MARKER : TS_WARM_COUNT;
+  s->warm_until = n;
+  return 0;
+}
+
+int ts_sim_warming(const ts_sim_t *s) { return s->warm_mode != TS_WARM_NONE; }
+
+void ts_sim_measure_start(ts_sim_t *s) {
+  ts_stats_t *st = &s->st, keep = *st;
+  memset(st, 0, sizeof *st);
+  memcpy(st->distinct_pages, keep.distinct_pages, sizeof st->distinct_pages);
+  memcpy(st->pt_pages, keep.pt_pages, sizeof st->pt_pages);
+  st->warmup_accesses = keep.warmup_accesses + keep.reads + keep.writes + keep.ifetches;
+  s->warm_mode = TS_WARM_NONE;
 }
 
 const ts_stats_t *ts_sim_stats(ts_sim_t *s) {
-  if (!s->started) _ts_start(s);
+  if (s->state == TS_NEW) _ts_start(s);
   ts_stats_t *st = &s->st;
   st->accesses = st->reads + st->writes + st->ifetches;
   st->est_walk_cycles = (st->l2_hits + st->l2_misses) * s->cfg.lat_l2 +

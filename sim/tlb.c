@@ -25,20 +25,20 @@ int _ts_array_init(ts_array_t *a, uint32_t entries, uint32_t ways, int policy, u
   a->policy = (uint8_t)policy;
   a->pol = &_ts_policies[policy];
   a->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
-  a->keys = malloc((size_t)entries * sizeof *a->keys);
-  a->tags = malloc((size_t)entries * sizeof *a->tags);
+  a->keys = _ts_malloc((size_t)entries * sizeof *a->keys);
+  a->tags = _ts_malloc((size_t)entries * sizeof *a->tags);
   bool oom = !a->tags;
-  a->meta = calloc(a->sets, sizeof *a->meta);
-  a->stamp = calloc(entries, sizeof *a->stamp);
+  a->meta = _ts_calloc(a->sets, sizeof *a->meta);
+  a->stamp = _ts_calloc(entries, sizeof *a->stamp);
   if (a->sets == 1 && a->ways > 16) {
     uint32_t n = 64;
     while (n < 4 * a->ways) n *= 2;
     a->hmask = n - 1;
-    a->hidx = calloc(n, sizeof *a->hidx);
+    a->hidx = _ts_calloc(n, sizeof *a->hidx);
     if (!a->hidx) oom = true;
-    if (policy == TS_POL_LRU) {
-      a->lnext = malloc(a->ways * sizeof *a->lnext);
-      a->lprev = malloc(a->ways * sizeof *a->lprev);
+    if (policy == TS_POL_LRU && a->ways > 64) {
+      a->lnext = _ts_malloc(a->ways * sizeof *a->lnext);
+      a->lprev = _ts_malloc(a->ways * sizeof *a->lprev);
       if (!a->lnext || !a->lprev) oom = true;
     }
   }
@@ -67,12 +67,45 @@ void _ts_array_free(ts_array_t *a) {
   a->stamp = NULL;
 }
 
-uint32_t _ts_lru_victim(const ts_array_t *a, const uint64_t *st) {
-  if (!a->lnext) return _ts_lru_victim_n(st, a->ways);
+uint32_t _ts_lru_victim(const ts_array_t *a, const uint32_t *st) {
+  if (!a->lnext) return a->ways % 4 == 0 && a->ways <= 64 ? _ts_lru_victim_v(st, a->ways)
+                                                          : _ts_lru_victim_n(st, a->ways);
   if (a->nvalid == a->ways) return a->ltail;   /* full: the least recent, as the stamps say */
   uint32_t w = 0;                              /* else the first empty entry (stamp 0) */
   while (a->keys[w] != TS_INVALID) w++;
   return w;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Each set's nonzero stamps become 1..k in the same order; the clock restarts above them. */
+void _ts_array_renumber(ts_array_t *a) {
+  uint64_t *tmp = _ts_malloc((size_t)a->ways * sizeof *tmp);
+  uint32_t top = 0;
+  for (uint32_t si = 0; si < a->sets; si++) {
+    uint32_t *st = a->stamp + (size_t)si * a->ways, k = 0;
+    if (tmp) {
+      for (uint32_t w = 0; w < a->ways; w++)
+        if (st[w]) tmp[k++] = (uint64_t)st[w] << 32 | w;
+      qsort(tmp, k, sizeof *tmp, cmp_u64);
+      for (uint32_t r = 0; r < k; r++) st[(uint32_t)tmp[r]] = r + 1;
+    } else {   /* no memory for the sort: take the smallest unranked stamp, k times */
+      for (;;) {
+        uint32_t v = UINT32_MAX;
+        for (uint32_t w = 0; w < a->ways; w++)
+          if (st[w] && !(st[w] & 0x80000000u) && (v == UINT32_MAX || st[w] < st[v])) v = w;
+        if (v == UINT32_MAX) break;
+        st[v] = 0x80000000u | ++k;   /* ranked: the high bit keeps it out of the search */
+      }
+      for (uint32_t w = 0; w < a->ways; w++) st[w] &= ~0x80000000u;
+    }
+    if (k > top) top = k;
+  }
+  free(tmp);
+  a->clock = top;
 }
 
 void _ts_array_flush(ts_array_t *a) {

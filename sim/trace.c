@@ -100,7 +100,20 @@ static void bad_line(char *err, size_t errlen, uint64_t no, const char *what, co
   _ts_err(err, errlen, "line %llu: expected %s, got '%s'", (unsigned long long)no, what, shown);
 }
 
-static const char text_expect[] = "R|W|I|P <hex address> [size] or C <asid>";
+/* A context switch refused: too many address spaces, or the simulator ran out of memory. */
+static int switch_failed(ts_sim_t *s, const char *unit, uint64_t no, char *err, size_t errlen) {
+  if (s->state == TS_FAILED) _ts_err(err, errlen, "%s %llu: %s", unit, (unsigned long long)no, s->error);
+  else _ts_err(err, errlen, "%s %llu: more than %u address spaces", unit, (unsigned long long)no,
+               TS_MAX_SPACES);
+  return -1;
+}
+
+static const char text_expect[] = "R|W|I|P <hex address> [size], C <asid> or B";
+
+/* A B record: the measured region begins (when the warm-up waits for one; else ignored). */
+static inline void marker(ts_sim_t *s) {
+  if (s->warm_mode == TS_WARM_MARKER) ts_sim_measure_start(s);
+}
 static const char lackey_expect[] =
     "a lackey --trace-mem=yes record like ' L 04222cac,4' or 'I  0400d7d4,8'";
 
@@ -111,6 +124,11 @@ static int text_line(ts_sim_t *s, const char *p, const char *end, uint64_t no, c
   p = ws(p, end);
   if (p == end || *p == '#') return 0;
   char op = *p++;
+  if (op == 'B') {
+    if (ws(p, end) != end) goto bad;
+    marker(s);
+    return 0;
+  }
   if (op != 'R' && op != 'W' && op != 'I' && op != 'P' && op != 'C') goto bad;
   const char *q = ws(p, end);
   if (q == p) goto bad;
@@ -120,11 +138,7 @@ static int text_line(ts_sim_t *s, const char *p, const char *end, uint64_t no, c
     if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p = hex(p + 2, end, &asid);
     else p = dec(p, end, UINT64_MAX, &asid);
     if (!p || ws(p, end) != end) goto bad;
-    if (ts_context_switch(s, asid)) {
-      _ts_err(err, errlen, "line %llu: more than %u address spaces", (unsigned long long)no,
-              TS_MAX_SPACES);
-      return -1;
-    }
+    if (ts_context_switch(s, asid)) return switch_failed(s, "line", no, err, errlen);
     return 0;
   }
   if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p += 2;
@@ -135,6 +149,7 @@ static int text_line(ts_sim_t *s, const char *p, const char *end, uint64_t no, c
     if (q == p || !(p = dec(q, end, UINT32_MAX, &size)) || ws(p, end) != end) goto bad;
   }
   _ts_access_inline(s, addr, (uint32_t)size, op);
+  _ts_warm_step(s);
   return 0;
 bad:
   bad_line(err, errlen, no, text_expect, line, end);
@@ -158,6 +173,7 @@ static int lackey_line(ts_sim_t *s, const char *p, const char *end, uint64_t no,
   if (!(p = hex(q, end, &addr)) || p == end || *p != ',') goto bad;
   if (!(p = dec(p + 1, end, UINT32_MAX, &size)) || ws(p, end) != end) goto bad;
   _ts_access_inline(s, addr, (uint32_t)size, op);
+  _ts_warm_step(s);
   return 0;
 bad:
   bad_line(err, errlen, no, lackey_expect, line, end);
@@ -187,15 +203,21 @@ static int run_lines(ts_sim_t *s, reader_t *r, bool lackey, char *err, size_t er
     if (le > p && le[-1] == '\r') le--;
     int rc = lackey ? lackey_line(s, p, le, no, err, errlen) : text_line(s, p, le, no, err, errlen);
     if (rc) return -1;
+    if (TS_UNLIKELY(s->state == TS_FAILED)) {
+      _ts_err(err, errlen, "line %llu: %s", (unsigned long long)no, s->error);
+      return -1;
+    }
     r->pos = (size_t)(nl - r->buf) + (nl < e);
     if (nl == e) return 0;
   }
 }
 
-/* Records [p, p + 16n), numbered from first_no + 1. */
-static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t first_no, char *err,
-                       size_t errlen) {
-  for (size_t i = 0; i < n; i++, p += 16) {
+/* Records [p + 16 i, p + 16 n), numbered from first_no + 1. warm: a counted warm-up is running;
+ * the loop then stops after the record that ends it. Returns the records done, or -1. */
+static inline __attribute__((always_inline)) ssize_t bin_loop(ts_sim_t *s, const unsigned char *p, size_t i,
+                                                              size_t n, uint64_t first_no, bool warm,
+                                                              char *err, size_t errlen) {
+  for (p += 16 * i; i < n; i++, p += 16) {
     uint64_t addr;
     uint32_t size;
     memcpy(&addr, p, 8);
@@ -203,17 +225,89 @@ static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t f
     unsigned char op = p[12];
     if (TS_LIKELY(op == 'R' || op == 'W' || op == 'I' || op == 'P')) {
       _ts_access_inline(s, addr, size, (char)op);
-    } else if (op == 'C') {
-      if (ts_context_switch(s, addr)) {
-        _ts_err(err, errlen, "record %llu: more than %u address spaces",
-                (unsigned long long)(first_no + i + 1), TS_MAX_SPACES);
-        return -1;
+      if (warm && s->st.reads + s->st.writes + s->st.ifetches >= s->warm_until) {
+        ts_sim_measure_start(s);
+        return (ssize_t)i + 1;
       }
+    } else if (op == 'C') {
+      if (ts_context_switch(s, addr)) return switch_failed(s, "record", first_no + i + 1, err, errlen);
+    } else if (op == 'B') {
+      marker(s);
     } else {
-      _ts_err(err, errlen, "record %llu: op 0x%02x: expected R, W, I, P or C",
+      _ts_err(err, errlen, "record %llu: op 0x%02x: expected R, W, I, P, C or B",
               (unsigned long long)(first_no + i + 1), op);
       return -1;
     }
+  }
+  return (ssize_t)n;
+}
+
+/* Out of the tight loop below: a record that is not a plain one-page access (the general path). */
+static TS_NOINLINE ssize_t bin_one(ts_sim_t *s, const unsigned char *p, size_t i, uint64_t first_no,
+                                   char *err, size_t errlen) {
+  return bin_loop(s, p, i, i + 1, first_no, false, err, errlen);
+}
+
+/* The common case as one tight loop: one page size for every address, stores through the L1
+ * DTLB, no counted warm-up running. What does not change from record to record is held in
+ * locals (the miss path changes the arrays' contents, never which arrays there are; a context
+ * switch changes the ASID slot, reloaded after one). L1 hits are summed locally and added
+ * before anything that could read or reset the counters (a B record starts the measured
+ * region). */
+static ssize_t bin_fast(ts_sim_t *s, const unsigned char *p, size_t i, size_t n, uint64_t first_no,
+                        char *err, size_t errlen) {
+  const uint64_t mask = s->va_mask;
+  const int ps = s->cfg.page_size, tps = s->tps_of[ps];
+  const unsigned shift = _ts_shift(tps);
+  const uint64_t pmask = (1ull << _ts_shift(ps)) - 1, tag = (uint64_t)tps << 12;
+  ts_array_t *const l1d = s->l1_of[0][tps], *const l1i = s->l1_of[1][tps];
+  uint64_t slot = s->as.cur_slot, hits = 0;
+  ts_stats_t *st = &s->st;
+  const unsigned char *q = p + 16 * i;
+  for (; i < n; i++, q += 16) {
+    uint64_t addr;
+    uint32_t size;
+    memcpy(&addr, q, 8);
+    memcpy(&size, q + 8, 4);
+    unsigned cls = _ts_op_class1[q[12]] - 1u;
+    uint64_t va = addr & mask;
+    /* size 0 counts as 1: it never crosses a page either */
+    if (TS_UNLIKELY(cls >= 3 || (va & pmask) + size > pmask + 1)) {
+      st->l1_hits += hits;
+      hits = 0;
+      if (bin_one(s, p, i, first_no, err, errlen) < 0) return -1;
+      slot = s->as.cur_slot;
+      if (TS_UNLIKELY(s->state == TS_FAILED)) return (ssize_t)n;
+      continue;
+    }
+    (&st->reads)[cls]++;
+    uint64_t page = va >> shift, key = page << 14 | tag | slot;
+    ts_array_t *a = cls == 2 ? l1i : l1d;
+    if (TS_LIKELY(a != NULL) && _ts_array_lookup(a, page, key)) {
+      hits++;
+      continue;
+    }
+    _ts_l1_miss(s, va, a, cls == 2, ps, tps, page, key);
+    if (TS_UNLIKELY(s->state == TS_FAILED)) break;
+  }
+  st->l1_hits += hits;
+  return (ssize_t)n;
+}
+
+static int bin_records(ts_sim_t *s, const unsigned char *p, size_t n, uint64_t first_no, char *err,
+                       size_t errlen) {
+  ssize_t i = 0;
+  if (TS_UNLIKELY(s->state == TS_NEW)) _ts_start(s);
+  if (TS_UNLIKELY(s->warm_mode == TS_WARM_COUNT) && (i = bin_loop(s, p, 0, n, first_no, true, err, errlen)) < 0)
+    return -1;
+  if (s->state == TS_RUNNING && s->uniform && s->store_kind == 0 && s->warm_mode != TS_WARM_COUNT) {
+    if (bin_fast(s, p, (size_t)i, n, first_no, err, errlen) < 0) return -1;
+  } else if (bin_loop(s, p, (size_t)i, n, first_no, false, err, errlen) < 0) {
+    return -1;
+  }
+  if (TS_UNLIKELY(s->state == TS_FAILED)) {   /* records after the failure were not counted */
+    _ts_err(err, errlen, "%s", s->error);
+    return -1;
   }
   return 0;
 }
@@ -312,7 +406,7 @@ int ts_run_fd(ts_sim_t *s, int fd, ts_format_t fmt, ts_format_t *detected, char 
       return rc;
     }
   }
-  reader_t r = {fd, malloc(TS_BUF), 0, 0, false};
+  reader_t r = {fd, _ts_malloc(TS_BUF), 0, 0, false};
   if (!r.buf) { _ts_err(err, errlen, "out of memory"); return -1; }
   int rc = refill(&r, err, errlen);
   /* Auto-detection wants a whole first line; a pipe may deliver less at first. */

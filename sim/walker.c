@@ -42,63 +42,25 @@ void _ts_pwcs_flush_slot(ts_pwcs_t *p, uint32_t slot) {
   for (int k = 0; k <= TS_MAX_LEVELS; k++) _ts_array_flush_slot(&p->level[k], slot);
 }
 
-/* A walk-cache lookup: one set (fully associative), always LRU. */
-static inline __attribute__((always_inline)) bool pwc_lookup(ts_array_t *a, uint64_t key) {
-  if (key == a->mru) return true;
-  int f = a->hidx ? _ts_hx_find(a, key) : _ts_find(a, a->keys, key);
-  if (f < 0) return false;
-  a->mru = key;
-  a->stamp[f] = ++a->clock;
-  if (a->lnext) _ts_list_front(a, (uint32_t)f);
-  return true;
-}
-
-/* Returns the level whose entry is read first (top if nothing is cached). */
-static inline __attribute__((always_inline)) int pwc_start(ts_pwcs_t *p, uint64_t va, int leaf,
-                                                           int top, uint32_t slot, bool *hit) {
-  for (int k = leaf + 1; k <= top; k++) {
-    if (!p->on[k]) continue;
-    uint64_t pre = va >> (12 + 9 * (k - 1));
-    if (pwc_lookup(&p->level[k], _ts_key(pre, 0, slot))) {
-      *hit = true;
-      return k - 1;
-    }
-  }
-  *hit = false;
-  return top;
-}
-
-static inline __attribute__((always_inline)) void pwc_fill(ts_pwcs_t *p, uint64_t va, int leaf,
-                                                           int start, uint32_t slot) {
-  for (int k = leaf + 1; k <= start; k++) {
-    if (!p->on[k]) continue;
-    uint64_t pre = va >> (12 + 9 * (k - 1));
-    _ts_array_fill(&p->level[k], pre, _ts_key(pre, 0, slot));
-  }
-}
-
 /* One host walk for a guest-physical address; returns its memory references. */
 static uint32_t host_walk(ts_sim_t *s, uint64_t gpa) {
   int top = s->cfg.host_levels, leaf = s->cfg.nested - 1 + 1;
   gpa &= (1ull << (12 + 9 * top)) - 1;
   bool hit;
-  int start = pwc_start(&s->hpwc, gpa, leaf, top, 0, &hit);
-  pwc_fill(&s->hpwc, gpa, leaf, start, 0);
+  int start = _ts_pwc_start(&s->hpwc, gpa, leaf, top, 0, &hit);
+  _ts_pwc_fill(&s->hpwc, gpa, leaf, start, 0);
   return (uint32_t)(start - leaf + 1);
 }
 
 ts_walk_result_t _ts_walk(ts_sim_t *s, uint64_t va, int ps, uint32_t slot) {
+  if (!s->cfg.nested) return _ts_walk_native(s, va, ps, slot);
   int top = s->cfg.levels, leaf = ps + 1;
   ts_walk_result_t r;
   bool hit;
-  int start = pwc_start(&s->pwc, va, leaf, top, slot, &hit);
-  pwc_fill(&s->pwc, va, leaf, start, slot);
+  int start = _ts_pwc_start(&s->pwc, va, leaf, top, slot, &hit);
+  _ts_pwc_fill(&s->pwc, va, leaf, start, slot);
   r.levels = (uint32_t)(top - leaf + 1);
   r.pwc_hit = hit;
-  if (!s->cfg.nested) {
-    r.refs = (uint32_t)(start - leaf + 1);
-    return r;
-  }
   uint32_t refs = 0;
   for (int k = start; k >= leaf; k--) {
     /* The level-k directory covering va, placed at a synthetic guest-physical page. */

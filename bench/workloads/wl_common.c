@@ -198,6 +198,7 @@ typedef struct { uint64_t addr; uint32_t size; uint8_t op, pad[3]; } wl_trec_t;
 static int tr_fd = -1, tr_full;
 static wl_trec_t *tr_buf;
 static size_t tr_n, tr_total;
+static long tr_marker = -1;   /* records before the B record; -1: none written */
 
 int wl_trace_on(void) { return tr_fd >= 0 && !tr_full; }
 int wl_trace_full(void) { return tr_full; }
@@ -238,6 +239,17 @@ void wl_trace_rec(char op, const void *addr, uint32_t size) {
   tr_total++;
   if (tr_n == WL_TBUF_RECS) wl_trace_flush();
 }
+
+void wl_trace_mark(void) {
+  if (tr_fd < 0 || tr_marker >= 0) return;
+  tr_marker = (long)tr_total;
+  wl_trec_t *r = &tr_buf[tr_n++];
+  memset(r, 0, sizeof *r);
+  r->op = 'B';
+  if (tr_n == WL_TBUF_RECS) wl_trace_flush();
+}
+
+size_t wl_trace_warm_max(void) { return wl_trace_max / 4; }
 
 void wl_trace_close(void) {
   if (tr_fd < 0) return;
@@ -289,6 +301,9 @@ void wl_result(const char *name, const char *extra, const wl_hotset_t *hs) {
   const char *from = dladdr((void *)mf, &di) && di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
   from = from ? from + 1 : (di.dli_fname && *di.dli_fname ? di.dli_fname : "unknown");
   if (wl_malloc_from_override) from = wl_malloc_from_override;
-  printf(" trace_records=%zu trace_truncated=%d malloc_from=%s\n", tr_total, tr_full, from);
+  char mark[24] = "none";
+  if (tr_marker >= 0) snprintf(mark, sizeof mark, "%ld", tr_marker);
+  printf(" trace_records=%zu trace_truncated=%d trace_marker=%s malloc_from=%s\n", tr_total, tr_full,
+         mark, from);
   fflush(stdout);
 }

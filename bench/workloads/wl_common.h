@@ -69,6 +69,12 @@ void wl_trace_rec(char op, const void *addr, uint32_t size);
 int wl_trace_full(void);
 size_t wl_trace_count(void);
 void wl_trace_close(void);
+/* Writes the B record (the measured region begins: the point of the traced run that stands for
+ * the start of the timed phase; `tlbsim --warmup marker` counts from there). Once per trace;
+ * written even when the trace is full, so that a B record is never lost. The records before it
+ * are the warm-up: a workload keeps them below wl_trace_warm_max(). */
+void wl_trace_mark(void);
+size_t wl_trace_warm_max(void);   /* a quarter of wl_trace_max */
 #define WL_TR(op, p, n) do { if (wl_trace_on()) wl_trace_rec((op), (p), (uint32_t)(n)); } while (0)
 
 /* Copies /proc/self/smaps to wl_smaps_path (if set). */

@@ -201,12 +201,17 @@ int main(int argc, char **argv) {
     if (added) keys[n_live++] = k;
   }
   double load_ns = wl_now_ns() - t0;
-  uint64_t state = run_ops(&root, n_ops / 10, 12345);  /* warm-up */
+  uint64_t warm_state = 12345;
+  uint64_t state = run_ops(&root, n_ops / 10, warm_state);  /* warm-up */
   double t1 = wl_now_ns();
   state = run_ops(&root, n_ops, state);
   double mix_ns = wl_now_ns() - t1;
   if (wl_trace_path) {
+    /* a warm-up in steps of 100 operations (at most a quarter of the trace), the B record */
     wl_trace_open();
+    for (unsigned long w = 0; w < n_ops / 10 && wl_trace_count() < wl_trace_warm_max(); w += 100)
+      state = run_ops(&root, 100, state);
+    wl_trace_mark();
     while (wl_trace_on()) state = run_ops(&root, 1000, state);
     wl_trace_close();
   }

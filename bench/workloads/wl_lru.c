@@ -114,7 +114,10 @@ int main(int argc, char **argv) {
   double ns = wl_now_ns() - t0;
   unsigned long th = hits, tm = misses;
   if (wl_trace_path) {
+    /* the warm-up of the timed run was 2 x capacity requests (at most a quarter of the trace) */
     wl_trace_open();
+    for (unsigned long i = 0; i < cap * 2 && wl_trace_count() < wl_trace_warm_max(); i++) state = request(state);
+    wl_trace_mark();
     while (wl_trace_on()) state = request(state);
     wl_trace_close();
   }

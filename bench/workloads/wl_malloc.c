@@ -29,6 +29,8 @@ static double run_single(void) {
   }
   double t0 = wl_now_ns();
   for (unsigned long i = 0; i < n_ops; i++) {
+    /* the first n_live replacements (a quarter of the trace at most) warm the simulated TLBs */
+    if (i == (n_live < n_ops / 4 ? n_live : n_ops / 4) || wl_trace_count() == wl_trace_warm_max()) wl_trace_mark();
     size_t k = wl_rand(&s) % n_live;
     free(slots[k]);
     char *p = malloc(wl_rand_range(&s, 16, 512));

@@ -8,14 +8,20 @@
  * malloc_from reports which object redis-server's `malloc` binds to (the dynamic loader's
  * LD_DEBUG=bindings on `redis-server --version` under the same environment).
  *
+ * --keys N first loads N keys ("key:%012lu", the names redis-benchmark's -r uses) with --datasize
+ * byte values through one pipelined connection, so that the server's data spans more than the
+ * L2 TLB reaches with 4 KiB pages (3072 x 4 KiB = 12 MiB); the benchmark then runs over them.
+ *
  * rps = total requests / total time, the time of each command being redis-benchmark's own
  * (requests / its rps for that command): the client's start-up and connects are left out.
  * ns_per_op = 1e9 / rps. peak_rss_kb and hugetlb_kb are the server's VmHWM and HugetlbPages just
- * before SHUTDOWN NOSAVE; the server must then exit 0 and leave no file behind.
- * No trace (the server's accesses are not recorded) and no TLB-entry figures (the hot set of a
- * foreign program is unknown). */
+ * before SHUTDOWN NOSAVE; the server must then exit 0 and leave no file behind. At that point (its
+ * peak: every key loaded and the benchmark done) the server's /proc/PID/smaps gives the TLB
+ * entries for its resident memory (res_* fields, wl_foreign.h). No trace (the server's accesses
+ * are not recorded) and no hot-set figures (the hot set of a foreign program is unknown). */
 #define _GNU_SOURCE
 #include "wl_common.h"
+#include "wl_foreign.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -38,7 +44,7 @@
 extern char **environ;
 
 static unsigned long n_requests = 20000, n_clients = 8, n_pipeline = 16, n_keyspace = 10000,
-                     n_datasize = 40;
+                     n_datasize = 40, n_keys = 0;
 static const char *tests = "set,get,incr,lpush,lpop,sadd,hset,mset";
 static const char *server_arg = "redis-server", *bench_arg = "redis-benchmark";
 
@@ -296,6 +302,49 @@ static void stop_server(int port) {
     wl_die("redis-server ended with status 0x%x after SHUTDOWN NOSAVE: %s", st, last_line(log));
 }
 
+/* ---- loading the keys ---------------------------------------------------------------------- */
+/* SET key:%012lu <datasize bytes> for every key, pipelined 1000 at a time on one connection; every
+ * reply must be +OK. */
+static void load_keys(int port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct timeval tv = {30, 0};
+  if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a)) wl_die("cannot connect to load keys: %s", strerror(errno));
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  enum { BATCH = 1000 };
+  size_t cmd_len = 4 + 16 + 1 + n_datasize + 2, cap = BATCH * cmd_len + 64;
+  char *out = malloc(cap), *val = malloc(n_datasize + 1), in[8192];
+  if (!out || !val) wl_die("out of memory");
+  memset(val, 'x', n_datasize);
+  val[n_datasize] = 0;
+  for (unsigned long k = 0; k < n_keys;) {
+    unsigned long b = n_keys - k < BATCH ? n_keys - k : BATCH;
+    size_t len = 0;
+    for (unsigned long i = 0; i < b; i++)
+      len += (size_t)snprintf(out + len, cap - len, "SET key:%012lu %s\r\n", k + i, val);
+    for (size_t off = 0; off < len;) {
+      ssize_t w = write(s, out + off, len - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) wl_die("loading keys: write: %s", strerror(errno));
+      off += (size_t)w;
+    }
+    size_t want = 5 * b, got = 0;   /* "+OK\r\n" each */
+    while (got < want) {
+      ssize_t r = read(s, in, sizeof in < want - got ? sizeof in : want - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) wl_die("loading keys: the server stopped answering after %lu keys", k);
+      for (ssize_t i = 0; i < r; i++)
+        if (in[i] != "+OK\r\n"[(got + (size_t)i) % 5]) wl_die("loading keys: unexpected reply '%.40s'", in);
+      got += (size_t)r;
+    }
+    k += b;
+  }
+  close(s);
+  free(out);
+  free(val);
+}
+
 /* ---- the client --------------------------------------------------------------------------- */
 typedef struct { char name[24]; double rps; } cmd_rps_t;
 
@@ -370,7 +419,8 @@ int main(int argc, char **argv) {
     {"clients", "parallel connections (-c)", 'u', &n_clients},
     {"pipeline", "requests per pipeline (-P)", 'u', &n_pipeline},
     {"keyspace", "random keys per command (-r)", 'u', &n_keyspace},
-    {"datasize", "value size in bytes (-d)", 'u', &n_datasize},
+    {"datasize", "value size in bytes (-d, and of the loaded keys)", 'u', &n_datasize},
+    {"keys", "keys loaded before the benchmark (key:0.. key:N-1; 0: none)", 'u', &n_keys},
     {"tests", "commands (-t), comma-separated", 's', &tests},
     {"server", "redis-server binary (name on PATH or path)", 's', &server_arg},
     {"benchmark", "redis-benchmark binary (name on PATH or path)", 's', &bench_arg},
@@ -396,6 +446,7 @@ int main(int argc, char **argv) {
 
   const char *from = server_malloc_from(server);
   int port = start_server(server);
+  if (n_keys) load_keys(port);
   cmd_rps_t rows[32];
   double wall_ns;
   int nrows = run_benchmark(bench, port, rows, 32, &wall_ns);
@@ -407,6 +458,8 @@ int main(int argc, char **argv) {
   if (resp(port, "INFO memory", info, sizeof info) > 0) used_kb = info_num(info, "used_memory:") / 1024;
   wl_peak_rss_override_kb = status_kb(server_pid, "VmHWM:");
   wl_hugetlb_override_kb = status_kb(server_pid, "HugetlbPages:");
+  wl_resident_t res;
+  if (wl_resident(server_pid, &res)) wl_die("cannot read /proc/%d/smaps", (int)server_pid);
   stop_server(port);
 
   /* nothing may be left but our own logs: no dump.rdb, no appendonly files */
@@ -422,13 +475,14 @@ int main(int argc, char **argv) {
   double secs = 0;
   for (int i = 0; i < nrows; i++) secs += (double)n_requests / rows[i].rps;
   double total = (double)n_requests * nrows, rps = total / secs;
-  char extra[1400];
+  char extra[1800], resf[400];
+  wl_resident_kv(&res, resf, sizeof resf);
   int l = snprintf(extra, sizeof extra,
                    "ns_per_op=%.2f op=request ops=%.0f rps=%.0f rps_wall=%.0f bench_wall_ms=%.1f "
-                   "requests_per_cmd=%lu clients=%lu pipeline=%lu keyspace=%lu datasize=%lu dbsize=%ld "
-                   "used_memory_kb=%ld traced=no tlb_source=unavailable:foreign-program",
+                   "requests_per_cmd=%lu clients=%lu pipeline=%lu keyspace=%lu datasize=%lu keys=%lu dbsize=%ld "
+                   "used_memory_kb=%ld traced=no tlb_source=unavailable:foreign-program%s",
                    1e9 / rps, total, rps, total / (wall_ns / 1e9), wall_ns / 1e6, n_requests, n_clients,
-                   n_pipeline, n_keyspace, n_datasize, dbsize, used_kb);
+                   n_pipeline, n_keyspace, n_datasize, n_keys, dbsize, used_kb, resf);
   for (int i = 0; i < nrows && l < (int)sizeof extra - 48; i++)
     l += snprintf(extra + l, sizeof extra - (size_t)l, " rps_%s=%.0f", rows[i].name, rows[i].rps);
   wl_malloc_from_override = from;

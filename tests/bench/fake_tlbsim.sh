@@ -9,6 +9,7 @@ while [ $# -gt 0 ]; do
     --cpu) cpu=$2; shift ;;
     --smaps) [ -r "$2" ] || { echo "fake tlbsim: cannot read smaps $2" >&2; exit 2; }; shift ;;
     --nested) nested=1; shift ;;
+    --warmup) [ "$2" = marker ] || { echo "fake tlbsim: --warmup $2" >&2; exit 2; }; shift ;;
     -*) echo "fake tlbsim: unexpected option $1" >&2; exit 2 ;;
     *) trace=$1 ;;
   esac

@@ -24,6 +24,15 @@ grep -q '^records,jemalloc,.*libjemalloc.so.2' "$out/res/runs.csv" || fail "jema
 awk -F, '$1=="records" && $2=="jemalloc" { if ($23+0 <= 0 || $10 != "1.000") exit 1 }' "$out/res/summary.csv" \
   || fail "summary row lacks simulator figures or the jemalloc ratio"
 grep -q '| records | jemalloc |' "$out/stdout" || fail "no headline table on stdout"
+# stdout and stderr into one pipe (as `make demo | tee`; over 4 KiB, so a fully buffered stdout
+# would be flushed mid-line): no progress or message splits a line
+"$build/tlbbench" --scale tiny --runs 2 --workloads records,chase,index --allocators jemalloc,tlbpack,glibc --tlbsim "$sim" \
+  --out "$out/res3" >"$out/both" 2>&1 || fail "tlbbench (one pipe) exited $?"
+awk '/^\|/ && !/\|$/ { bad = 1; print "split table line: " $0 > "/dev/stderr" }
+     /^- \[/ && !/\)$/ { bad = 1; print "split target line: " $0 > "/dev/stderr" }
+     /tlbbench: done in/ && !/^tlbbench: done in/ { bad = 1; print "message inside a line: " $0 > "/dev/stderr" }
+     END { exit bad }' "$out/both" || fail "a line of the report was split (see above)"
+grep -q '^tlbbench: done in' "$out/both" || fail "no 'done' line"
 # a missing simulator: reported, its columns skipped, the timed cells still there
 "$build/tlbbench" --scale tiny --runs 1 --workloads chase --allocators glibc --tlbsim /nonexistent/tlbsim \
   --out "$out/res2" >/dev/null 2>"$out/err3" || fail "tlbbench without tlbsim exited $?"

@@ -10,7 +10,9 @@
 
 typedef struct { uint64_t addr; uint32_t size; uint8_t op, pad[3]; } rec_t;
 
-static long check_trace(const char *path, int *ops_seen) {
+/* Checks the file; returns the records other than B, and where the B record was (records
+ * before it) in *marker, -1 when there is none. */
+static long check_trace_marked(const char *path, int *ops_seen, long *marker) {
   FILE *f = fopen(path, "rb");
   cr_assert_not_null(f, "no trace at %s", path);
   char hdr[16];
@@ -23,7 +25,14 @@ static long check_trace(const char *path, int *ops_seen) {
   cr_assert_eq(rb, 16u);
   rec_t r;
   long n = 0;
+  *marker = -1;
   while (fread(&r, sizeof r, 1, f) == 1) {
+    if (r.op == 'B') {
+      cr_assert_eq(*marker, -1, "a second B record after record %ld", n);
+      cr_assert(r.addr == 0 && r.size == 0 && !r.pad[0] && !r.pad[1] && !r.pad[2], "B record with operands");
+      *marker = n;
+      continue;
+    }
     cr_assert(strchr("RWIPC", r.op) && r.op, "record %ld: op 0x%x", n, r.op);
     cr_assert(r.op == 'C' || r.addr != 0, "record %ld: null address", n);
     cr_assert_gt(r.size, 0u, "record %ld: zero size", n);
@@ -33,8 +42,15 @@ static long check_trace(const char *path, int *ops_seen) {
   }
   struct stat st;
   cr_assert_eq(fstat(fileno(f), &st), 0);
-  cr_assert_eq(st.st_size, 16 + n * 16, "no partial record at the end");
+  cr_assert_eq(st.st_size, 16 + (n + (*marker >= 0)) * 16, "no partial record at the end");
   fclose(f);
+  return n;
+}
+
+static long check_trace(const char *path, int *ops_seen) {
+  long marker;
+  long n = check_trace_marked(path, ops_seen, &marker);
+  cr_assert(marker >= 0 && marker <= n / 4, "the B record at %ld of %ld records", marker, n);
   return n;
 }
 
@@ -85,4 +101,28 @@ Test(workload, bad_flag_exits_2_with_a_message_naming_it) {
   snprintf(cmd, sizeof cmd, "%s/wl_index --keys lots >/dev/null 2>&1", TB_WL_DIR);
   int rc = system(cmd);
   cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "rc %d", rc);
+}
+
+Test(trace, the_b_record_follows_the_warm_up_of_the_timed_run_and_tlbsim_measures_from_it) {
+  char dir[] = "/tmp/tb-trace-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char cmd[1024], tr[256];
+  snprintf(tr, sizeof tr, "%s/r.trace", dir);
+  /* warm-up of the timed run: min(lookups / 10, records) = 100 lookups of 3 reads each */
+  snprintf(cmd, sizeof cmd, "%s/wl_records --records 300 --lookups 1000 --trace %s --trace-max 3000 "
+           "| grep -q ' trace_marker=300 '", TB_WL_DIR, tr);
+  run(cmd);
+  int ops[256] = {0};
+  long marker;
+  cr_assert_eq(check_trace_marked(tr, ops, &marker), 3000);
+  cr_assert_eq(marker, 300);
+  snprintf(cmd, sizeof cmd, "%s/../tlbsim --json --warmup marker %s | grep -q '\"warmup_accesses\": 300,'",
+           TB_WL_DIR, tr);
+  run(cmd);
+  /* a warm-up longer than a quarter of the trace is cut there */
+  snprintf(cmd, sizeof cmd, "%s/wl_records --records 3000 --lookups 10000 --trace %s --trace-max 3000 "
+           "| grep -q ' trace_marker=750 '", TB_WL_DIR, tr);
+  run(cmd);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  run(cmd);
 }

@@ -18,7 +18,7 @@ has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 400 "$1")"; }
 
 printf 'R 0x1000 8\nW 2000\n# comment\nX 3000\n' >"$T/bad.trace"
 expect_rc 2 "$SIM" "$T/bad.trace"
-has "$T/err" "tlbsim: line 4: expected R|W|I|P <hex address> [size] or C <asid>, got 'X 3000'"
+has "$T/err" "tlbsim: line 4: expected R|W|I|P <hex address> [size], C <asid> or B, got 'X 3000'"
 
 printf '==7== Lackey\n L 04222cac,4\n S oops\n' >"$T/bad.lackey"
 expect_rc 2 "$SIM" "$T/bad.lackey"
@@ -39,6 +39,39 @@ expect_rc 2 "$SIM" --regions "$T/bad.reg" "$T/bad.trace"
 has "$T/err" "bad.reg:1: range 0x1000-0x3000 is not 2 MiB aligned"
 expect_rc 0 "$SIM" --help
 has "$T/out" "l1d.entries"
+
+# --warmup: N accesses, or up to the trace's B record; the JSON says how many were warm-up.
+printf 'R 1000\nR 2000\nB\nR 1000\nW 3000\n' >"$T/w.trace"
+expect_rc 0 "$SIM" --json --warmup marker "$T/w.trace"
+has "$T/out" '"accesses": 2,'
+has "$T/out" '"warmup_accesses": 2,'
+has "$T/out" '"l1_misses": 1,'
+has "$T/out" '"distinct_pages_4k": 3,'
+expect_rc 0 "$SIM" --json --warmup 3 "$T/w.trace"
+has "$T/out" '"accesses": 1,'
+has "$T/out" '"warmup_accesses": 3,'
+expect_rc 0 "$SIM" --json "$T/w.trace"
+has "$T/out" '"accesses": 4,'
+has "$T/out" '"warmup_accesses": 0,'
+expect_rc 2 "$SIM" --warmup 9 "$T/w.trace"
+has "$T/err" "tlbsim: --warmup 9: the trace has only 4 accesses; nothing was measured"
+printf ' L 04222cac,4\n' >"$T/ok.lackey"
+expect_rc 2 "$SIM" --warmup marker "$T/ok.lackey"
+has "$T/err" "--warmup marker: the trace has no B record"
+expect_rc 2 "$SIM" --warmup -1 "$T/w.trace"
+has "$T/err" "--warmup -1: expected a number of accesses or 'marker'"
+expect_rc 0 "$SIM" --compare "$T/w.trace" "$T/w.trace" --warmup marker
+has "$T/out" "warm-up accesses"
+
+# A --set the configuration would ignore is an error naming it; a new L2 holds 4K pages.
+expect_rc 2 "$SIM" --cpu custom --set l2.ways=12 "$T/bad.trace"
+has "$T/err" "tlbsim: --set l2.ways=12 has no effect: l2.entries is 0"
+expect_rc 2 "$SIM" --asid-mode flush --set asid.count=3 "$T/bad.trace"
+has "$T/err" "--set asid.count=3 has no effect in asid.mode=flush"
+printf 'R 1000\nR 2000\nR 1000\n' >"$T/l2.trace"
+expect_rc 0 "$SIM" --json --cpu custom --set l1d.entries=1 --set l2.entries=1536 --set l2.ways=12 "$T/l2.trace"
+has "$T/out" '"l2_hits": 1,'
+has "$T/out" '"walks": 2,'
 
 # JSON: every field of the DESIGN contract, as integers.
 "$GEN" -n 20000 -p 512 --pattern random --format text -o "$T/r.trace" || fail "generator"

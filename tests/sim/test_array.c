@@ -77,3 +77,56 @@ Test(array, indexed_fully_associative_lru_evicts_exactly_like_a_scan_of_stamps) 
   check_indexed_lru(64, 300);
   check_indexed_lru(17, 18);
 }
+
+/* 32-bit LRU stamps: at the limit each set is renumbered in order, which changes no decision. */
+static void same_decisions_across_the_stamp_limit(uint32_t entries, uint32_t ways, uint32_t keys) {
+  ts_array_t a, b;
+  char err[128];
+  cr_assert_eq(_ts_array_init(&a, entries, ways, TS_POL_LRU, 1, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(_ts_array_init(&b, entries, ways, TS_POL_LRU, 1, err, sizeof err), 0, "%s", err);
+  b.clock = TS_STAMP_MAX - 1000;   /* b crosses the limit early in the run */
+  uint64_t x = 7;
+  for (int n = 0; n < 20000; n++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    uint64_t page = (x >> 20) % keys, key = _ts_key(page, 0, 0);
+    bool ha = _ts_array_lookup(&a, page, key), hb = _ts_array_lookup(&b, page, key);
+    if (!ha) _ts_array_fill(&a, page, key);
+    if (!hb) _ts_array_fill(&b, page, key);
+    if (ha != hb) cr_assert_fail("%u/%u ways, access %d: hit %d before the limit, %d across it", entries, ways, n, ha, hb);
+  }
+  cr_expect_lt(b.clock, 100000u, "b was renumbered");
+  for (uint32_t i = 0; i < entries; i++) cr_expect_eq(a.keys[i], b.keys[i], "entry %u", i);
+  _ts_array_free(&a);
+  _ts_array_free(&b);
+}
+
+Test(array, lru_stamps_renumbered_at_their_limit_evict_as_before) {
+  same_decisions_across_the_stamp_limit(64, 4, 200);
+  same_decisions_across_the_stamp_limit(1536, 12, 4000);
+  same_decisions_across_the_stamp_limit(32, 0, 60);     /* fully associative, vector victim */
+  same_decisions_across_the_stamp_limit(72, 0, 100);    /* fully associative, recency list */
+  same_decisions_across_the_stamp_limit(96, 6, 300);    /* 6 ways: the scalar victim */
+}
+
+Test(array, renumbering_without_memory_for_its_sort_ranks_the_same) {
+  ts_array_t a;
+  char err[128];
+  cr_assert_eq(_ts_array_init(&a, 48, 12, TS_POL_LRU, 1, err, sizeof err), 0, "%s", err);
+  for (uint64_t p = 0; p < 40; p++) {
+    uint64_t page = (p * 7) % 45, key = _ts_key(page, 0, 0);
+    if (!_ts_array_lookup(&a, page, key)) _ts_array_fill(&a, page, key);
+  }
+  uint32_t saved[48], sorted[48];
+  memcpy(saved, a.stamp, sizeof saved);
+  _ts_array_renumber(&a);
+  memcpy(sorted, a.stamp, sizeof sorted);
+  uint32_t clock = a.clock;
+  memcpy(a.stamp, saved, sizeof saved);
+  _ts_alloc_fail_in = 1;
+  _ts_array_renumber(&a);
+  _ts_alloc_fail_in = 0;
+  for (int i = 0; i < 48; i++) cr_expect_eq(a.stamp[i], sorted[i], "entry %d", i);
+  cr_expect_eq(a.clock, clock);
+  cr_expect_leq(clock, 12u);
+  _ts_array_free(&a);
+}

@@ -262,3 +262,108 @@ Test(sim, core2_stores_skip_dtlb0_and_use_dtlb1) {
   cr_expect_eq(st->l1_hits, 1);
   ts_sim_free(s);
 }
+
+/* ---- the measured region: a warm-up fills the TLBs and walk caches, then counting starts ---- */
+
+static ts_sim_t *warm_sim(uint32_t e, uint64_t warm) {
+  ts_sim_t *s = one_level(e, "lru");
+  char err[128];
+  cr_assert_eq(ts_sim_set_warmup(s, warm, err, sizeof err), 0, "%s", err);
+  return s;
+}
+
+Test(warmup, a_cyclic_scan_that_fits_misses_only_in_the_warm_up) {
+  const uint32_t E = 64, K = 48, R = 10;
+  for (int w = 0; w < 2; w++) {
+    ts_sim_t *s = warm_sim(E, w ? K : 0);
+    for (uint32_t r = 0; r < R; r++)
+      for (uint64_t p = 0; p < K; p++) ts_access(s, 0x40000000 + (p << 12), 8, 'R');
+    const ts_stats_t *st = ts_sim_stats(s);
+    /* without: K compulsory misses in K*R accesses; with a warm-up of K: none in K*(R-1) */
+    cr_expect_eq(st->accesses, w ? K * (R - 1) : K * R);
+    cr_expect_eq(st->warmup_accesses, w ? K : 0);
+    cr_expect_eq(st->l1_misses, w ? 0 : K);
+    cr_expect_eq(st->walks, w ? 0 : K);
+    cr_expect_eq(st->distinct_pages[TS_PS_4K], K, "the footprint covers the warm-up too");
+    cr_expect_eq(st->pt_pages[1], 1);
+    ts_sim_free(s);
+  }
+}
+
+Test(warmup, a_cyclic_scan_larger_than_lru_misses_every_time_either_way) {
+  const uint32_t E = 64, K = 65, R = 10;
+  for (int w = 0; w < 2; w++) {
+    ts_sim_t *s = warm_sim(E, w ? 100 : 0);
+    for (uint32_t r = 0; r < R; r++)
+      for (uint64_t p = 0; p < K; p++) ts_access(s, 0x40000000 + (p << 12), 8, 'R');
+    const ts_stats_t *st = ts_sim_stats(s);
+    cr_expect_eq(st->l1_misses, st->accesses);
+    cr_expect_eq(st->accesses, K * R - (w ? 100 : 0));
+    ts_sim_free(s);
+  }
+}
+
+Test(warmup, uniform_random_access_after_a_warm_up_misses_at_one_minus_e_over_n) {
+  /* A short trace: 2N accesses. Without a warm-up, the fill phase is counted: with k of E
+   * entries filled an access misses with probability 1 - k/N, so filling takes
+   * A = sum_{k<E} N/(N-k) accesses with exactly E misses, and the rate over n accesses is
+   * (E + (n - A)(1 - E/N)) / n. After a warm-up of N accesses the steady state 1 - E/N shows. */
+  const uint32_t E = 64, N = 256;
+  const uint64_t n = 2 * N;
+  double rate[2];
+  for (int w = 0; w < 2; w++) {
+    double sum = 0;
+    for (int trial = 0; trial < 200; trial++) {
+      ts_sim_t *s = warm_sim(E, w ? N : 0);
+      for (uint64_t i = 0; i < n + (w ? N : 0); i++) ts_access(s, 0x10000000 + (next() % N) * 4096, 8, 'R');
+      const ts_stats_t *st = ts_sim_stats(s);
+      cr_assert_eq(st->accesses, n);
+      sum += (double)st->l1_misses / (double)n;
+      ts_sim_free(s);
+    }
+    rate[w] = sum / 200;
+  }
+  double want = 1.0 - (double)E / N, A = 0;
+  for (uint32_t k = 0; k < E; k++) A += (double)N / (N - k);
+  double cold = (E + ((double)n - A) * want) / (double)n;
+  cr_expect(rate[1] > want - 0.004 && rate[1] < want + 0.004, "after warm-up %.4f, expected %.4f", rate[1], want);
+  cr_expect(rate[0] > cold - 0.004 && rate[0] < cold + 0.004, "without warm-up %.4f, expected %.4f", rate[0], cold);
+}
+
+Test(warmup, walk_caches_stay_warm_so_each_walk_reads_one_level) {
+  /* no L2, PDE cache on: 4K pages in one 2 MiB region. The first walk reads 4 levels, every
+   * later one only the PTE (1 reference). */
+  const char *sets[] = {"l1d.entries=4", "l1d.ways=0", "l2.entries=0", "pwc.entries=0", "pwc.l2=8", NULL};
+  for (int w = 0; w < 2; w++) {
+    ts_sim_t *s = mk("skylake", sets);
+    char err[128];
+    cr_assert_eq(ts_sim_set_warmup(s, w ? 1 : 0, err, sizeof err), 0);
+    for (uint64_t p = 0; p < 100; p++) ts_access(s, 0x40000000 + (p << 12), 8, 'R');
+    const ts_stats_t *st = ts_sim_stats(s);
+    cr_expect_eq(st->walks, w ? 99 : 100);
+    cr_expect_eq(st->walk_mem_refs, w ? 99 : 4 + 99);
+    cr_expect_eq(st->pwc_hits, 99);
+    cr_expect_eq(st->walk_levels, 4 * st->walks);
+    ts_sim_free(s);
+  }
+}
+
+Test(warmup, measure_start_by_call_and_the_order_rules) {
+  ts_sim_t *s = one_level(8, "lru");
+  char err[128] = "";
+  ts_access(s, 0x1000, 1, 'R');
+  cr_expect_eq(ts_sim_set_warmup(s, 5, err, sizeof err), -1);
+  cr_expect(strstr(err, "before the first access"), "%s", err);
+  ts_context_switch(s, 3);
+  ts_access(s, 0x2000, 1, 'W');
+  ts_access(s, 0x3000, 1, 'P');
+  ts_sim_measure_start(s);
+  const ts_stats_t *st = ts_sim_stats(s);
+  cr_expect_eq(st->warmup_accesses, 2, "demand accesses only");
+  cr_expect_eq(st->accesses + st->prefetches + st->context_switches + st->l1_misses + st->walks, 0);
+  cr_expect_eq(st->distinct_pages[TS_PS_4K], 3);
+  ts_access(s, 0x3000, 1, 'R');   /* prefetched during the warm-up: a hit now */
+  cr_expect_eq(ts_sim_stats(s)->l1_hits, 1);
+  cr_expect_eq(ts_sim_warming(s), 0);
+  ts_sim_free(s);
+}

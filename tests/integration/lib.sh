@@ -4,6 +4,8 @@
 #   TP_LIB        the library to preload (default: build/libtlbpack.so). Point it at another
 #                 malloc (e.g. /usr/lib/x86_64-linux-gnu/libjemalloc.so.2) to check the scripts
 #                 themselves: the tlbpack-only checks (stats lines) are then skipped with a note.
+#                 What counts as tlbpack is what the library is (it exports tp_malloc), not its
+#                 file name.
 #   TP_BUILD_DIR  the build directory holding the helper programs (default: build)
 #   TP_STRESS=1   long version of each test (scripts/stress.sh sets it)
 #   TP_KEEP_TMP=1 keep the test's temporary directory (outputs, logs) and print where it is
@@ -29,9 +31,14 @@ tp_fail() { echo "$TP_NAME: FAIL: $*" >&2; exit 1; }
 tp_skip() { echo "$TP_NAME: SKIP: $*" >&2; exit 77; }
 tp_pass() { echo "$TP_NAME: PASS${1:+: $*}" >&2; exit 0; }
 
-# The library under test must exist: a missing build is a failure, never a skip.
+# The library under test must exist: a missing build is a failure, never a skip. A library
+# named like tlbpack that is not tlbpack (exports no tp_malloc) is a failure too: the tlbpack
+# checks would otherwise turn into notes without anyone asking for it.
 tp_need_lib() {
   [ -f "$TP_LIB" ] || tp_fail "preload library $TP_LIB is not built (run \`make\` first, or set TP_LIB)"
+  case "$(basename "$TP_LIB")" in
+    *tlbpack*) tp_is_tlbpack || tp_fail "$TP_LIB is named like tlbpack but does not export tp_malloc (nm -D)" ;;
+  esac
 }
 
 tp_need_cmd() {
@@ -45,7 +52,20 @@ tp_need_prog() {  # a helper program built by CMake next to the library
   [ -x "$TP_BUILD_DIR/$1" ] || tp_fail "helper program $TP_BUILD_DIR/$1 is not built (run \`make\`)"
 }
 
-tp_is_tlbpack() { case "$(basename "$TP_LIB")" in *tlbpack*) return 0 ;; *) return 1 ;; esac; }
+# Whether TP_LIB is tlbpack: it exports tp_malloc (its dynamic symbol table says so), whatever
+# the file is called.
+TP_IS_TLBPACK=
+tp_is_tlbpack() {
+  if [ -z "$TP_IS_TLBPACK" ]; then
+    command -v nm >/dev/null 2>&1 || tp_fail "'nm' is not installed (binutils): cannot tell whether $TP_LIB is tlbpack"
+    if nm -D --defined-only "$TP_LIB" 2>/dev/null | awk '$NF == "tp_malloc" { f = 1 } END { exit !f }'; then
+      TP_IS_TLBPACK=1
+    else
+      TP_IS_TLBPACK=0
+    fi
+  fi
+  [ "$TP_IS_TLBPACK" = 1 ]
+}
 
 # A private temporary directory, removed on exit (also on failure).
 TP_TMP=
@@ -73,7 +93,7 @@ tp_strip_stats() { grep -v -E '^tlbpack: ' "$1" || true; }
 tp_check_stats() {
   local f=$1 what=${2:-the program}
   if ! tp_is_tlbpack; then
-    tp_log "note: TP_LIB=$TP_LIB is not tlbpack; stats check for $what skipped"
+    tp_log "note: TP_LIB=$TP_LIB is not tlbpack (exports no tp_malloc); stats check for $what skipped"
     return 0
   fi
   local summary

@@ -84,8 +84,13 @@ tp_mktemp() { TP_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlbpack-$TP_NAME.XXXXXX"); }
 # tp_pre CMD...: run CMD with the library preloaded (TLBPACK_CONF passes through from the caller).
 tp_pre() { env LD_PRELOAD="$TP_LIB" "$@"; }
 
-# Removes tlbpack's own lines from a stderr capture so that it can be compared with a plain run.
-tp_strip_stats() { grep -v -E '^tlbpack: ' "$1" || true; }
+# Removes the stats blocks (stats:1 text: a `tlbpack: stats pid=...` line and its
+# `tlbpack:   KEY VALUE` rows; stats:json: one {"pid":...} object a line) from a stderr
+# capture so that it can be compared with a plain run. Everything else tlbpack prints (its
+# warnings and errors, `tlbpack: ...` lines) stays, so that it shows up as unexpected stderr.
+tp_strip_stats() {
+  grep -v -E '^tlbpack: stats pid=[0-9]+ |^tlbpack:   [a-z0-9_]+ +[^ ]+$|^\{"pid":[0-9]+,.*"allocated_total":' "$1" || true
+}
 
 # tp_check_stats FILE [WHAT]: FILE is stderr of a run with TLBPACK_CONF=stats:1. Every process
 # prints its own block; at least one must report allocated_total > 0 (tlbpack served it).

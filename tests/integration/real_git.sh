@@ -35,7 +35,7 @@ RUN= session "$TP_TMP/plain" >"$TP_TMP/plain.out" 2>"$TP_TMP/plain.err" || tp_fa
 RUN="tp_pre env TLBPACK_CONF=$TP_CONF" session "$TP_TMP/pre" >"$TP_TMP/pre.out" 2>"$TP_TMP/pre.err"
 rc=$?
 [ $rc = 0 ] || { tail -20 "$TP_TMP/pre.err" >&2; tp_fail "git session under $TP_LIB failed (status $rc)"; }
-grep -v -E '^tlbpack: ' "$TP_TMP/pre.out" > "$TP_TMP/pre.filtered"   # fsck's 2>&1 carries stats lines
+tp_strip_stats "$TP_TMP/pre.out" > "$TP_TMP/pre.filtered"   # fsck's 2>&1 carries stats lines
 cmp -s "$TP_TMP/plain.out" "$TP_TMP/pre.filtered" || { diff "$TP_TMP/plain.out" "$TP_TMP/pre.filtered" | head -20 >&2; tp_fail "git output differs from the run without preload"; }
 tp_strip_stats "$TP_TMP/pre.err" > "$TP_TMP/pre.err.filtered"
 cmp -s "$TP_TMP/plain.err" "$TP_TMP/pre.err.filtered" || { diff "$TP_TMP/plain.err" "$TP_TMP/pre.err.filtered" | head >&2; tp_fail "git stderr differs from the run without preload"; }

@@ -58,5 +58,17 @@ if ! cmp -s "$TP_TMP/plain.cases" "$TP_TMP/pre.cases"; then
 fi
 [ "$rc_pre" = "$rc_plain" ] || tp_fail "regrtest exit status $rc_pre under preload, $rc_plain without"
 [ "$n_pre" -gt 0 ] || tp_fail "no test cases ran"
-tp_check_stats "$TP_TMP/pre.err" "the regrtest runner"
+# The runner reads each test module's code (its .pyc, or the source when there is none) into
+# one bytes object, a block from malloc: at least the smaller of the two files, summed.
+code_bytes=$("$TP_PY" - "${tests[@]}" <<'PY'
+import importlib.util, os, sys
+total = 0
+for name in sys.argv[1:]:
+    spec = importlib.util.find_spec("test." + name)
+    sizes = [os.path.getsize(f) for f in (spec.origin, spec.cached) if f and os.path.exists(f)]
+    total += min(sizes)
+print(total)
+PY
+) || tp_fail "could not size the test modules' code"
+tp_check_stats "$TP_TMP/pre.err" "the regrtest runner" "$code_bytes"
 tp_pass "$p_pre/$n_pre cases passed under preload, same outcomes as without ($p_plain/$n_plain)"

@@ -92,22 +92,27 @@ tp_strip_stats() {
   grep -v -E '^tlbpack: stats pid=[0-9]+ |^tlbpack:   [a-z0-9_]+ +[^ ]+$|^\{"pid":[0-9]+,.*"allocated_total":' "$1" || true
 }
 
-# tp_check_stats FILE [WHAT]: FILE is stderr of a run with TLBPACK_CONF=stats:1. Every process
-# prints its own block; at least one must report allocated_total > 0 (tlbpack served it).
-# Prints the number of processes that reported and the bytes they allocated, in total.
+# tp_check_stats FILE WHAT MIN_BYTES [KEY]: FILE is stderr of a run with TLBPACK_CONF=stats:1;
+# every process prints its own block. tlbpack must have served the workload's data, not only
+# some start-up bytes of libc: the largest KEY (default allocated_total) of any process must be
+# at least MIN_BYTES, a figure the caller derives from what its workload must allocate.
+# Prints the number of processes that reported, the bytes they allocated in total and the
+# largest KEY.
 tp_check_stats() {
-  local f=$1 what=${2:-the program}
+  local f=$1 what=$2 min=$3 key=${4:-allocated_total}
   if ! tp_is_tlbpack; then
     tp_log "note: TP_LIB=$TP_LIB is not tlbpack (exports no tp_malloc); stats check for $what skipped"
     return 0
   fi
   local summary
-  summary=$(awk '$1=="tlbpack:" && $2=="allocated_total" { n++; if ($3+0 > 0) { served++; bytes += $3 } }
-                 END { printf "%d %d %.0f\n", n, served, bytes }' "$f")
+  summary=$(awk -v k="$key" '$1=="tlbpack:" && $2=="allocated_total" { n++; if ($3+0 > 0) { served++; bytes += $3 } }
+                 $1=="tlbpack:" && $2==k { if ($3+0 > max) max = $3+0 }
+                 END { printf "%d %d %.0f %.0f\n", n, served, bytes, max }' "$f")
   set -- $summary
   [ "$1" -gt 0 ] || { sed -n '1,20p' "$f" >&2; tp_fail "$what printed no 'tlbpack:   allocated_total' line: stats:1 not honoured or library not loaded"; }
   [ "$2" -gt 0 ] || tp_fail "$what: tlbpack reported allocated_total 0 in all $1 processes (allocations not served by tlbpack)"
-  tp_log "stats: $2 of $1 processes served by tlbpack, $3 bytes allocated in total"
+  [ "$4" -ge "$min" ] || tp_fail "$what: the largest $key tlbpack reported is $4 bytes, below the $min bytes the workload must allocate: its data was not served by tlbpack"
+  tp_log "stats: $2 of $1 processes served by tlbpack, $3 bytes allocated in total, largest $key $4 (at least $min expected)"
 }
 
 # tp_stat FILE KEY: the value of one stats key from the last block in FILE (empty when absent).

@@ -27,9 +27,11 @@ else
   run "$@"; rc=$?
 fi
 cat "$TP_TMP/out"
-grep -v -E '^tlbpack: ' "$TP_TMP/err" >&2
+tp_strip_stats "$TP_TMP/err" >&2
+skip_line=$(grep -m1 -E "^[a-z_]+: SKIP: " "$TP_TMP/out")
 case "$mode:$rc" in
-  *:77) tp_skip "$(grep SKIP "$TP_TMP/out")" ;;
+  *:77) [ -n "$skip_line" ] || tp_fail "$prog${*:+ $*} exited with status 77 without a 'SKIP: why' line: not a skip"
+        tp_skip "${skip_line#*: SKIP: }" ;;
   stats:3) tp_is_tlbpack && tp_fail "tp_stats_get is not exported by $TP_LIB: the leak check could not run" ;;
   *:0) ;;
   *) [ $rc -gt 128 ] && tp_fail "$prog $* died of signal $((rc - 128)) (status $rc)"

@@ -127,17 +127,35 @@ Test(group, large_and_small_objects_of_a_group_do_not_spread_it) {
 }
 
 Test(group, destroy_frees_every_object_and_returns_the_pages) {
-  tp_stats_t before, after;
+  _tp_opt.retain_bytes = 0; /* no empty page is kept: every page given back shows in the stats */
+  enum { SMALL = 20000, BIG = 4 };
+  static void *obj[SMALL + BIG];
+  tp_stats_t before, full, after;
   tp_group_t *g = tp_group_create("arena");
   tp_stats_get(&before);
-  for (int i = 0; i < 20000; i++) cr_assert_not_null(tp_group_malloc(g, 100 + i % 300));
-  for (int i = 0; i < 4; i++) cr_assert_not_null(tp_group_malloc(g, (size_t)3 << 20));
+  for (int i = 0; i < SMALL; i++) cr_assert_not_null(obj[i] = tp_group_malloc(g, 100 + i % 300));
+  for (int i = 0; i < BIG; i++) cr_assert_not_null(obj[SMALL + i] = tp_group_malloc(g, (size_t)3 << 20));
   tp_group_stats_t st;
   tp_group_stats(g, &st);
-  cr_assert_eq(st.objects, 20004);
+  cr_assert_eq(st.objects, SMALL + BIG);
+  cr_assert_geq(st.huge_pages, 2 * BIG, "the group holds %zu huge pages", st.huge_pages);
+  tp_stats_get(&full);
+  cr_assert_eq(full.live_objects, before.live_objects + SMALL + BIG);
   tp_group_destroy(g);
   tp_stats_get(&after);
-  /* The pages are back (retained empty or returned); a new group starts from nothing. */
+  /* Every object is freed: none is live any more, and the counts are back where they were. */
+  for (int i = 0; i < SMALL + BIG; i++) cr_assert_not(tp_owns(obj[i]), "object %d (%p) still live after destroy", i, obj[i]);
+  cr_assert_eq(after.live_objects, before.live_objects, "live objects: %zu before the group, %zu after destroy",
+               before.live_objects, after.live_objects);
+  cr_assert_eq(after.live_bytes, before.live_bytes, "live bytes: %zu before the group, %zu after destroy",
+               before.live_bytes, after.live_bytes);
+  /* Its huge pages are given back: every one it held, and the mapping is what it was before. */
+  cr_assert_geq(after.pages_returned - full.pages_returned, st.huge_pages,
+                "%zu of the group's %zu huge pages given back", after.pages_returned - full.pages_returned,
+                st.huge_pages);
+  cr_assert_leq(after.mapped_bytes, before.mapped_bytes, "mapped %zu bytes after destroy, %zu before the group",
+                after.mapped_bytes, before.mapped_bytes);
+  /* A new group starts from nothing. */
   tp_group_t *g2 = tp_group_create("again");
   tp_group_stats(g2, &st);
   cr_assert_eq(st.objects, 0);
@@ -146,8 +164,6 @@ Test(group, destroy_frees_every_object_and_returns_the_pages) {
   cr_assert_not_null(p);
   tp_free(p);
   tp_group_destroy(g2);
-  (void)before;
-  (void)after;
 }
 
 Test(group, calloc_zeroes_and_realloc_keeps_contents_in_the_group) {

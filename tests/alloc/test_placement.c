@@ -333,3 +333,65 @@ Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
   cr_assert_eq(atomic_load(&_tp_groups[gb]->alias), 0, "the temporaries' site joined another group");
   for (int i = 0; i < RING; i++) tp_free(ring[i]);
 }
+
+/* Young groups (README, Placement): a site group's first slabs share one huge page with other
+ * young groups; once the group holds exclusive_kb of slabs it gets huge pages of its own, and
+ * the others stay young. Fake return addresses stand for the sites (_tp_malloc_site). */
+static unsigned slab_group(void *p) { return group_of_block(p); }
+
+Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own) {
+  _tp_opt.exclusive_bytes = (size_t)192 << 10; /* not the default: the option sets the point */
+  enum { SITES = 4, MAXN = 20000 };
+  static void *mine[MAXN];
+  uintptr_t site[SITES];
+  unsigned gid[SITES];
+  void *first[SITES];
+  for (int i = 0; i < SITES; i++) {
+    site[i] = 0x500000 + (uintptr_t)i * 64;
+    first[i] = _tp_malloc_site(48, site[i]);
+    gid[i] = slab_group(first[i]);
+    cr_assert_neq(gid[i], TP_SHARED_GROUP, "site %d got no group of its own", i);
+    for (int j = 0; j < i; j++) cr_assert_neq(gid[i], gid[j], "sites %d and %d share group %u", i, j, gid[i]);
+  }
+  /* One small object each: four young groups, their slabs together on one shared huge page. */
+  tp_hpage_t *shared = _tp_hpage_of(first[0]);
+  cr_assert_eq(shared->owner, TP_SHARED_GROUP, "the first huge page belongs to group %u", shared->owner);
+  for (int i = 0; i < SITES; i++) {
+    cr_assert_eq(_tp_hpage_of(first[i]), shared, "site %d's first slab is on another huge page", i);
+    cr_assert_not(_tp_groups[gid[i]]->exclusive);
+  }
+  /* Site 0 grows: its slabs stay on the shared page while it holds less than exclusive_kb. */
+  tp_group_t *g0 = _tp_groups[gid[0]];
+  int n = 0;
+  while (!g0->exclusive) {
+    cr_assert_lt(n, MAXN, "site 0 holds %zu bytes of slabs and is still not exclusive", (size_t)g0->slab_bytes);
+    mine[n] = _tp_malloc_site(48, site[0]);
+    cr_assert_eq(_tp_hpage_of(mine[n]), shared, "a young group's slab left the shared page (%zu bytes of slabs)",
+                 (size_t)g0->slab_bytes);
+    n++;
+  }
+  cr_assert_geq(g0->slab_bytes, _tp_opt.exclusive_bytes, "exclusive at %zu bytes of slabs, before exclusive_kb",
+                (size_t)g0->slab_bytes);
+  /* Its next slab is on a huge page of its own, which holds nothing of any other group. */
+  tp_hpage_t *own = NULL;
+  while (own == NULL) {
+    cr_assert_lt(n, MAXN, "no slab of site 0 left the shared page after it became exclusive");
+    mine[n] = _tp_malloc_site(48, site[0]);
+    if (_tp_hpage_of(mine[n]) != shared) own = _tp_hpage_of(mine[n]);
+    n++;
+  }
+  cr_assert_eq(own->owner, gid[0], "site 0's new huge page is owned by group %u, not its own %u", own->owner, gid[0]);
+  for (unsigned s = 0; s < TP_SLOTS; s++)
+    if (own->slot_slab[s]) cr_assert_eq(own->slot_slab[s]->group, gid[0], "slot %u of its page holds group %u", s, own->slot_slab[s]->group);
+  /* The other groups are still young: a new slab of site 1 goes to the shared page. */
+  enum { M = 1500 }; /* two slabs at most: less than exclusive_kb */
+  static void *other[M];
+  for (int i = 0; i < M; i++) {
+    other[i] = _tp_malloc_site(48, site[1]);
+    cr_assert_eq(_tp_hpage_of(other[i]), shared, "young site 1's slab is not on the shared page");
+  }
+  cr_assert_not(_tp_groups[gid[1]]->exclusive);
+  for (int i = 0; i < M; i++) tp_free(other[i]);
+  for (int i = 0; i < n; i++) tp_free(mine[i]);
+  for (int i = 0; i < SITES; i++) tp_free(first[i]);
+}

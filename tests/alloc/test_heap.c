@@ -257,3 +257,39 @@ Test(tcache, a_recycled_thread_record_follows_its_new_threads_group) {
   cr_assert_eq(out[1], 0, "%u blocks of another group kept in the new thread's cache", out[1]);
   cr_assert_gt(out[2], 0, "the new thread does not cache its own group's blocks");
 }
+
+/* Retained empty huge pages decay on the allocation clock (README, Returning memory): a page
+ * kept empty while the program made 4096 cache refills goes back at the next heap event. The
+ * clock is moved here directly; that a refill moves it is checked first. */
+Test(heap, retained_empty_pages_go_back_after_4096_refills_unused) {
+  uint64_t t = atomic_load(&_tp_refill_clock);
+  tp_free(tp_malloc(100)); /* the first block of its class: the cache refills */
+  cr_assert_eq(atomic_load(&_tp_refill_clock), t + 1, "a cache refill did not move the clock");
+
+  enum { PAGES = 6 };
+  cr_assert_geq(_tp_opt.retain_bytes, PAGES * TP_HPAGE, "the default retain_mb keeps %d pages", PAGES);
+  void *big[PAGES];
+  tp_stats_t base, kept, young, old;
+  tp_stats_get(&base);
+  for (int i = 0; i < PAGES; i++) memset(big[i] = tp_malloc(TP_HPAGE), 1, 4096); /* one huge page each */
+  for (int i = 0; i < PAGES; i++) tp_free(big[i]);
+  tp_stats_get(&kept);
+  cr_assert_eq(kept.pages_returned, base.pages_returned, "pages went back within retain_mb");
+  cr_assert_geq(kept.mapped_bytes, base.mapped_bytes + PAGES * TP_HPAGE, "the empty pages are not kept");
+
+  /* 4000 refills later a heap event (a page emptied) finds them young: all stay. */
+  atomic_fetch_add(&_tp_refill_clock, 4000);
+  tp_free(tp_malloc(TP_HPAGE));
+  tp_stats_get(&young);
+  cr_assert_eq(young.pages_returned, base.pages_returned, "retained pages went back before 4096 refills");
+
+  /* 4200 refills after they emptied, the next event gives back the ones still unused: all but
+   * the page the last block took and gave back (its clock restarted). */
+  atomic_fetch_add(&_tp_refill_clock, 200);
+  tp_free(tp_malloc(TP_HPAGE));
+  tp_stats_get(&old);
+  cr_assert_eq(old.pages_returned - young.pages_returned, PAGES - 1, "%zu of the %d pages left unused went back",
+               old.pages_returned - young.pages_returned, PAGES - 1);
+  cr_assert_eq(young.mapped_bytes - old.mapped_bytes, (PAGES - 1) * TP_HPAGE, "mapped %zu -> %zu bytes",
+               young.mapped_bytes, old.mapped_bytes);
+}

@@ -100,9 +100,11 @@ int main(int argc, char **argv) {
       return 77;
     }
     /* Let the heap take its first huge pages from the pool, then take the rest. */
-    void *warm[8];
+    /* The first two blocks stay live through the forks, so that the heap keeps hugetlbfs pages
+     * whatever retain_mb says about the empty ones. */
+    static void *warm[8];
     for (int i = 0; i < 8; i++) { warm[i] = malloc(3 << 20); memset(warm[i], 1, 3 << 20); }
-    for (int i = 0; i < 8; i++) free(warm[i]);
+    for (int i = 2; i < 8; i++) free(warm[i]);
     free_pages = pool_available();
     size_t hold = free_pages > keep ? (size_t)(free_pages - keep) << 21 : 0;
     if (hold && mmap(NULL, hold, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,

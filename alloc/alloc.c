@@ -41,16 +41,19 @@ void _tp_fatal(const char *fmt, ...) {
   abort();
 }
 
-static TP_NOINLINE _Noreturn void invalid_free(const void *p, const char *why) {
+/* These never return (they abort); they are not declared _Noreturn so that the free path
+ * reaches them with a jump, and needs no stack frame of its own. */
+static TP_NOINLINE __attribute__((noipa)) void invalid_free(const void *p, const char *why) {
   _tp_fatal("invalid free of %p: %s", p, why);
 }
-static TP_NOINLINE _Noreturn void double_free(const void *p) { _tp_fatal("double free of %p", p); }
+static TP_NOINLINE __attribute__((noipa)) void double_free(const void *p) { _tp_fatal("double free of %p", p); }
 
 /* ---- helpers ------------------------------------------------------------------------- */
 /* A store only: reading the byte first would cost a cache miss on every malloc, and it could
  * only catch a bug of tlbpack's own (objects in caches are never live). */
 static inline void mark_live(tp_entry_t e) { __atomic_store_n(e.live, 1, __ATOMIC_RELAXED); }
 
+/* Counters of what goes past the bins (medium, large, arena, uncached classes). */
 static inline void count_alloc(tp_tcache_t *tc, size_t sz) {
   tc->nmalloc++;
   tc->bytes_alloc += sz;
@@ -62,48 +65,27 @@ static inline void count_free(tp_tcache_t *tc, size_t sz) {
   tc->live_bytes -= (ptrdiff_t)sz;
 }
 
-static TP_NOINLINE unsigned site_slow(tp_tcache_t *tc, uintptr_t ra, unsigned i) {
-  unsigned g = _tp_site_group(ra);
-  tc->site_ra[i] = ra;
-  tc->site_g[i] = (uint16_t)g;
-  return g;
-}
-
-static inline unsigned group_of(tp_tcache_t *tc, uintptr_t ra) {
-  if (TP_LIKELY(tc->mode == TP_GROUP_SITE)) {
-    unsigned i = (unsigned)(ra >> 3) & (TP_SITE_CACHE - 1);
-    if (TP_LIKELY(tc->site_ra[i] == ra)) return tc->site_g[i];
-    return site_slow(tc, ra, i);
-  }
-  return tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP;
-}
-
-static inline tp_tcache_t *tcache(void) {
-  tp_tcache_t *tc = _tp_tc;
-  return TP_LIKELY(tc != NULL) ? tc : _tp_tcache_init();
-}
-
 static void *enomem(void) {
   errno = ENOMEM;
   return NULL;
 }
 
-/* ---- small, medium, large ------------------------------------------------------------ */
+/* ---- groups of the calling site ------------------------------------------------------ */
 /* Site adoption (see tp_group_s): called when group g's cache for class c is empty. Returns the
  * group to allocate from: g, or the idle site group g has joined. */
-static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c, uintptr_t ra) {
+static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
   tp_group_t *grp = _tp_groups[g];
   unsigned a = atomic_load_explicit(&grp->alias, memory_order_relaxed);
   if (a == 0 && grp->site != 0) {
     unsigned h = tc->last_free_g[c];
     tp_group_t *hg = _tp_groups[h];
-    tp_tgroup_t *tg = tc->groups[h];
+    tp_tbin_t *hb = tc->groups[h]->bins[c];
     uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
     /* Evidence, all of it: a site group (not libc's crumbs: it holds real memory) that has
      * stopped allocating, whose freed blocks of this class fill half this thread's cache,
      * seen for the same donor several times in a row. */
-    int donor = h != g && hg != NULL && hg->site != 0 && atomic_load(&hg->alias) == 0 && tg != NULL &&
-                tg->bins[c] && tg->bins[c]->count >= tg->bins[c]->cap / 2 &&
+    int donor = h != g && hg != NULL && hg->site != 0 && atomic_load(&hg->alias) == 0 &&
+                hb->cap != 0 && _tp_tbin_count(hb) >= hb->cap / 2 &&
                 atomic_load(&hg->slab_bytes) >= _tp_opt.exclusive_bytes &&
                 now - atomic_load(&hg->last_refill) > TP_IDLE_REFILLS;
     if (!donor) {
@@ -117,24 +99,49 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c, uintptr_t ra) {
       a = atomic_load(&grp->alias);
     }
   }
-  if (a == 0) return g;
-  if (ra) { /* this thread's site cache follows at once; others on their next slow path */
-    unsigned i = (unsigned)(ra >> 3) & (TP_SITE_CACHE - 1);
-    if (tc->site_ra[i] == ra) tc->site_g[i] = (uint16_t)a;
-  }
-  return a;
+  return a ? a : g;
 }
 
+/* The group a malloc of `size` at site ra allocates from, on the generic path. Under
+ * group:site a site starts young, on the shared group's slabs, and gets a group of its own
+ * once its refills show it keeps memory (group.c); a grown site group may join an idle one
+ * (adopt). The site cache then points at the group's bins, so the next call hits. */
+static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
+  unsigned g;
+  if (tc->mode != TP_GROUP_SITE) {
+    g = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP;
+    ra = 0;
+  } else {
+    int young = 0;
+    g = _tp_site_group(ra, &young);
+    if (size <= TP_SMALL_MAX) {
+      unsigned c = _tp_class_of(size ? size : 1);
+      if (_tp_tbin_count(tc->groups[g]->bins[c]) == 0) { /* about to refill */
+        if (young) g = _tp_site_refill(ra, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
+                                                     _tp_classes[c].size);
+        else g = adopt(tc, g, c);
+      }
+    }
+  }
+  tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
+  st->bins = _tp_tgroup_fast(tc, g);
+  st->ra = ra;
+  return g;
+}
+
+/* ---- small, medium, large ------------------------------------------------------------ */
 static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, int zero) {
   tp_tbin_t *b = _tp_tbin_get(tc, g, c);
   tp_entry_t e;
   if (b != NULL) {
-    if (b->count == 0) {
+    if (b->top == b->e) {
       unsigned want = b->cap / 2 ? b->cap / 2 : 1;
       atomic_store_explicit(&_tp_groups[g]->last_refill,
                             atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1,
                             memory_order_relaxed);
-      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want);
+      /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
+       * otherwise share lines across threads; just what is wanted for the larger ones. */
+      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want, b->cap >= 64 ? b->cap : want);
       if (n == 0) return enomem();
       /* The cache pops from the top: reverse the batch so blocks come out in address order. */
       for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
@@ -142,19 +149,19 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
         b->e[i] = b->e[j];
         b->e[j] = t;
       }
-      b->count = n;
+      b->top = b->e + n;
+      b->out += n;
     }
-    e = b->e[--b->count];
-  } else if (_tp_bin_fill(_tp_groups[g], c, &e, 1) == 0) {
-    return enomem();
+    e = *--b->top;
+    b->nalloc++;
+  } else {
+    if (_tp_bin_fill(_tp_groups[g], c, &e, 1, 1) == 0) return enomem();
+    count_alloc(tc, _tp_classes[c].size);
   }
   mark_live(e);
-  count_alloc(tc, _tp_classes[c].size);
-  _tp_stats_note_live();
   if (zero) memset(e.p, 0, size);
   return e.p;
 }
-
 
 static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
@@ -183,7 +190,7 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   size_t bytes = atomic_fetch_add(&grp->slab_bytes, s->size) + s->size;
   if (!grp->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE) grp->exclusive = 1;
   count_alloc(tc, s->size);
-  _tp_stats_note_live();
+  _tp_stats_out(s->size);
   if (zero && !zeroed) memset(mem, 0, size);
   return mem;
 }
@@ -212,7 +219,7 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
   h->owner = (uint16_t)g;
   __atomic_store_n(&h->slot_slab[0], s, __ATOMIC_RELEASE);
   count_alloc(tc, n * TP_HPAGE);
-  _tp_stats_note_live();
+  _tp_stats_out((ptrdiff_t)(n * TP_HPAGE));
   if (zero && !zeroed) memset(mem, 0, size);
   return mem;
 }
@@ -222,7 +229,7 @@ static inline size_t slab_usable(const tp_slab_t *s) {
 }
 
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
-  tp_tcache_t *tc = tcache();
+  tp_tcache_t *tc = _tp_tcache_get();
   if (TP_UNLIKELY(size > (size_t)PTRDIFF_MAX)) return enomem();
   size_t req = size ? size : 1;
   tp_group_t *grp = _tp_groups[g];
@@ -231,7 +238,7 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
     void *p = _tp_arena_alloc(grp, req, zero, &usable);
     if (p == NULL) return enomem();
     count_alloc(tc, usable);
-    _tp_stats_note_live();
+    _tp_stats_out((ptrdiff_t)usable);
     return p;
   }
   if (align > 16) {
@@ -253,16 +260,17 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
 /* ---- free ---------------------------------------------------------------------------- */
 static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   if (s->kind == TP_SLAB_ARENA) {
-    count_free(tcache(), _tp_arena_free(s, p));
-    _tp_stats_note_live();
+    size_t usable = _tp_arena_free(s, p);
+    count_free(_tp_tcache_get(), usable);
+    _tp_stats_out(-(ptrdiff_t)usable);
     return;
   }
   if ((uintptr_t)p != s->base) invalid_free(p, "points inside a block, not at its start");
   /* An exchange, not a load and a store: two racing frees must not both release the run. */
   if (!__atomic_exchange_n(&s->live[0], 0, __ATOMIC_ACQ_REL)) double_free(p);
   size_t usable = slab_usable(s);
-  tp_tcache_t *tc = tcache();
-  count_free(tc, usable);
+  count_free(_tp_tcache_get(), usable);
+  _tp_stats_out(-(ptrdiff_t)usable);
   if (s->kind == TP_SLAB_MEDIUM) {
     atomic_fetch_sub(&_tp_groups[s->group]->slab_bytes, s->size);
     _tp_heap_free_slots(s->hp, s->first_slot, s->nslots);
@@ -270,64 +278,74 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
     _tp_heap_free_large(s->hp, s->nhpages);
   }
   _tp_meta_free(s, TP_BIG_META);
-  _tp_stats_note_live();
 }
 
-static TP_NOINLINE void free_small_slow(tp_slab_t *s, void *p, tp_entry_t e) {
-  tp_tcache_t *tc = tcache();
-  tc->last_free_g[s->cls] = s->group;
+/* The free miss: no bin yet, bin full, no cache (thread exit), or a bin that keeps nothing
+ * (another thread's group under group:thread). */
+static TP_NOINLINE void free_small_slow(tp_slab_t *s, tp_entry_t e) {
+  tp_tcache_t *tc = _tp_tcache_get();
   tp_tbin_t *b = _tp_tbin_get(tc, s->group, s->cls);
-  if (b == NULL || b->limit == 0) {
+  if (b == NULL || b->end == b->e) {
+    count_free(tc, s->size);
     _tp_bin_flush(_tp_groups[s->group], s->cls, &e, 1);
     return;
   }
-  if (b->count >= b->limit) _tp_tbin_flush(tc, s->group, s->cls, b, b->limit / 2);
-  b->e[b->count++] = e;
-  _tp_stats_note_live();
+  if (b->top >= b->end) {
+    tc->last_free_g[s->cls] = s->group; /* evidence for site adoption */
+    _tp_tbin_flush(tc, s->group, s->cls, b, _tp_tbin_limit(b) / 2);
+  }
+  *b->top++ = e;
 }
 
-static TP_NOINLINE _Noreturn void free_unknown(void *p, tp_hpage_t *h) {
+/* Not the start of a small block: a medium, large or arena block, or an invalid free. */
+static TP_NOINLINE void free_other(void *p, tp_slab_t *s) {
+  if (s->kind != TP_SLAB_SMALL) free_big(p, s);
+  else invalid_free(p, "points inside a block, not at its start");
+}
+
+/* No slab at p: free(NULL), or an invalid or double free (reported, then abort). */
+static TP_NOINLINE void free_unknown(void *p) {
+  if (p == NULL) return;
+  tp_hpage_t *h = _tp_hpage_of(p);
   if (h == NULL) invalid_free(p, "not a block tlbpack handed out");
   if (h->state == TP_HP_LARGE_TAIL) invalid_free(p, "points inside a large block");
   if (((uintptr_t)p & (TP_SLOT - 1)) == 0) double_free(p); /* a released block's start */
   invalid_free(p, "not a live block (already freed, or never handed out)");
 }
 
-static inline void free_block(void *p) {
-  tp_hpage_t *h = _tp_hpage_of(p);
-  tp_slab_t *s = h ? __atomic_load_n(&h->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)],
-                                     __ATOMIC_ACQUIRE)
-                   : NULL;
-  if (TP_UNLIKELY(s == NULL)) free_unknown(p, h);
-  if (TP_UNLIKELY(s->kind != TP_SLAB_SMALL)) {
-    free_big(p, s);
+/* The free hit: the block is checked against its slab (start of a block, live), then pushed
+ * onto this thread's bin; everything else is one miss. */
+static inline __attribute__((always_inline)) void free_block(void *p) {
+  tp_slab_t *s = _tp_slab_of(p); /* NULL for p == NULL too */
+  if (TP_UNLIKELY(s == NULL)) {
+    free_unknown(p);
     return;
   }
   uintptr_t off = (uintptr_t)p - s->base;
   uint32_t idx = (uint32_t)((off * s->recip) >> 40);
-  if (TP_UNLIKELY((uintptr_t)idx * s->size != off || idx >= s->nobj))
-    invalid_free(p, "points inside a block, not at its start");
-  uint8_t *live = &s->live[idx];
-  if (TP_UNLIKELY(!__atomic_load_n(live, __ATOMIC_RELAXED))) double_free(p);
-  __atomic_store_n(live, 0, __ATOMIC_RELAXED);
-  tp_entry_t e = {p, live};
-  tp_tcache_t *tc = _tp_tc;
-  tp_tgroup_t *tg;
-  tp_tbin_t *b;
-  if (TP_LIKELY(tc != NULL && (tg = tc->groups[s->group]) != NULL && (b = tg->bins[s->cls]) != NULL &&
-                b->count < b->limit)) {
-    count_free(tc, s->size);
-    b->e[b->count++] = e;
-    tc->last_free_g[s->cls] = s->group;
+  if (TP_UNLIKELY((uintptr_t)idx * s->size != off || idx >= s->small_nobj)) {
+    free_other(p, s);
     return;
   }
-  count_free(tcache(), s->size);
-  free_small_slow(s, p, e);
+  uint8_t *live = &s->live[idx];
+  if (TP_UNLIKELY(!__atomic_load_n(live, __ATOMIC_RELAXED))) {
+    double_free(p);
+    return;
+  }
+  __atomic_store_n(live, 0, __ATOMIC_RELAXED);
+  tp_tbin_t *b = _tp_tc->groups[s->group]->bins[s->cls];
+  tp_entry_t *top = b->top;
+  if (TP_LIKELY(top < b->end)) {
+    *top = (tp_entry_t){p, live};
+    b->top = top + 1;
+    return;
+  }
+  free_small_slow(s, (tp_entry_t){p, live});
 }
 
-void _tp_free_checked(void *p) {
-  if (p) free_block(p);
-}
+void tp_free(void *p) { free_block(p); }
+
+void _tp_free_checked(void *p) { tp_free(p); }
 
 size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
   tp_hpage_t *h = _tp_hpage_of(p);
@@ -345,58 +363,61 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 }
 
 /* ---- the public API ------------------------------------------------------------------ */
+static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
+  tp_tcache_t *tc = _tp_tcache_get();
+  return _tp_alloc(size, 0, group_for(tc, ra, size), zero);
+}
+
+/* The malloc hit: the site slot's bins (the static empty ones before the thread's first miss)
+ * have a block of this class. Everything else is one miss, to malloc_generic. */
 static inline void *malloc_ra(size_t size, uintptr_t ra) {
   tp_tcache_t *tc = _tp_tc;
-  if (TP_LIKELY(tc != NULL && size <= TP_SMALL_MAX)) {
-    unsigned g = group_of(tc, ra);
-    unsigned c = _tp_class_of(size);
-    tp_tgroup_t *tg = tc->groups[g];
-    tp_tbin_t *b;
-    if (TP_LIKELY(tg != NULL && (b = tg->bins[c]) != NULL && b->count > 0)) {
-      tp_entry_t e = b->e[--b->count];
-      mark_live(e);
-      count_alloc(tc, _tp_classes[c].size);
-      return e.p;
+  uintptr_t key = ra & tc->ra_mask;
+  if (TP_LIKELY(size <= TP_FAST_MAX)) {
+    tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(key)];
+    tp_tbin_t *b = st->bins[(size + 15) >> 4];
+    tp_entry_t *top = b->top;
+    if (TP_LIKELY(st->ra == key && top != b->e)) {
+      b->top = --top;
+      b->nalloc++;
+      mark_live(*top);
+      return top->p;
     }
-    if (tc->mode == TP_GROUP_SITE) g = adopt(tc, g, c, ra);
-    return alloc_small(tc, g, c, size, 0);
   }
-  tc = tcache();
-  return _tp_alloc(size, 0, group_of(tc, ra), 0);
+  return malloc_generic(size, ra, 0);
 }
 
 void *tp_malloc(size_t size) { return malloc_ra(size, RA()); }
 
 void *_tp_malloc_site(size_t size, uintptr_t site) { return malloc_ra(size, site); }
 
-void tp_free(void *p) {
-  if (p) free_block(p);
-}
 
 void *tp_calloc(size_t count, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(count, size, &total)) return enomem();
-  tp_tcache_t *tc = tcache();
-  return _tp_alloc(total, 0, group_of(tc, RA()), 1);
+  if (total > TP_FAST_MAX) return malloc_generic(total, RA(), 1);
+  void *p = malloc_ra(total, RA());
+  if (p) memset(p, 0, total);
+  return p;
 }
 
 static void *realloc_ra(void *p, size_t size, uintptr_t ra) {
   if (p == NULL) return malloc_ra(size, ra);
   if (size == 0) { /* glibc: realloc(p, 0) frees and returns NULL */
-    free_block(p);
+    tp_free(p);
     return NULL;
   }
   tp_slab_t *s = NULL;
   size_t old = _tp_usable_size(p, &s);
   if (old == 0) {
-    free_block(p); /* reports what is wrong with p and aborts */
+    tp_free(p); /* reports what is wrong with p and aborts */
     return NULL;
   }
   if (size <= old && (size >= old / 2 || old <= 16)) return p;
   void *q = _tp_alloc(size, 0, s->group, 0); /* keeps the block in its placement group */
   if (q == NULL) return NULL;
   memcpy(q, p, old < size ? old : size);
-  free_block(p);
+  tp_free(p);
   return q;
 }
 
@@ -415,8 +436,8 @@ void *tp_aligned_alloc(size_t alignment, size_t size) {
     errno = EINVAL;
     return NULL;
   }
-  tp_tcache_t *tc = tcache();
-  return _tp_alloc(size, alignment, group_of(tc, RA()), 0);
+  tp_tcache_t *tc = _tp_tcache_get();
+  return _tp_alloc(size, alignment, group_for(tc, RA(), size), 0);
 }
 
 void *tp_memalign(size_t alignment, size_t size) {
@@ -426,15 +447,15 @@ void *tp_memalign(size_t alignment, size_t size) {
     while (a < alignment) a <<= 1;
     alignment = a;
   }
-  tp_tcache_t *tc = tcache();
-  return _tp_alloc(size, alignment, group_of(tc, RA()), 0);
+  tp_tcache_t *tc = _tp_tcache_get();
+  return _tp_alloc(size, alignment, group_for(tc, RA(), size), 0);
 }
 
 int tp_posix_memalign(void **out, size_t alignment, size_t size) {
   if (!pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
-  tp_tcache_t *tc = tcache();
+  tp_tcache_t *tc = _tp_tcache_get();
   int saved = errno;
-  void *p = _tp_alloc(size, alignment, group_of(tc, RA()), 0);
+  void *p = _tp_alloc(size, alignment, group_for(tc, RA(), size), 0);
   if (p == NULL) {
     errno = saved;
     return ENOMEM;
@@ -444,15 +465,15 @@ int tp_posix_memalign(void **out, size_t alignment, size_t size) {
 }
 
 void *tp_valloc(size_t size) {
-  tp_tcache_t *tc = tcache();
-  return _tp_alloc(size, TP_PAGE, group_of(tc, RA()), 0);
+  tp_tcache_t *tc = _tp_tcache_get();
+  return _tp_alloc(size, TP_PAGE, group_for(tc, RA(), size), 0);
 }
 
 void *tp_pvalloc(size_t size) {
   size_t r = (size + TP_PAGE - 1) & ~(size_t)(TP_PAGE - 1);
   if (r < size) return enomem();
-  tp_tcache_t *tc = tcache();
-  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_of(tc, RA()), 0);
+  tp_tcache_t *tc = _tp_tcache_get();
+  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, RA(), size), 0);
 }
 
 size_t tp_malloc_usable_size(const void *p) { return p ? _tp_usable_size(p, NULL) : 0; }

@@ -80,6 +80,7 @@ size_t _tp_arena_usable(const tp_slab_t *s, const void *p) {
  * by whichever of the two sees it both retired and empty. */
 size_t _tp_arena_free(tp_slab_t *s, void *p) {
   uintptr_t off = (uintptr_t)p - s->base;
+  if (off >= TP_SLOT) _tp_fatal("invalid free of %p: not a block tlbpack handed out", p);
   if (off % TP_GRANULE) _tp_fatal("invalid free of %p: points inside a block, not at its start", p);
   tp_group_t *g = _tp_groups[s->group];
   _tp_lock(&g->arena_lock);

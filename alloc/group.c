@@ -18,7 +18,13 @@ static unsigned nsites, nthreads_groups;
 
 #define SITE_TABLE 4096
 static _Atomic uintptr_t site_key[SITE_TABLE];
-static uint16_t site_val[SITE_TABLE];
+static _Atomic uint16_t site_val[SITE_TABLE];
+/* Young sites: demand is the site's recent refills of the shared group's caches (x16, halved
+ * every TP_SITE_HALF_LIFE refills of the whole process), bytes what those refills took. */
+static uint8_t site_young[SITE_TABLE];
+static uint32_t site_demand[SITE_TABLE];
+static uint64_t site_stamp[SITE_TABLE];
+static size_t site_bytes[SITE_TABLE];
 static unsigned site_used;
 
 static void group_setup(tp_group_t *g, unsigned id, const char *name) {
@@ -69,42 +75,86 @@ static inline size_t site_hash(uintptr_t ra) {
   return (size_t)(x >> 40) & (SITE_TABLE - 1);
 }
 
-unsigned _tp_site_group(uintptr_t ra) {
+/* The table slot of site ra, -1 when the table is crowded (groups_lock held to insert). */
+static int site_slot(uintptr_t ra, int insert) {
   size_t i = site_hash(ra);
   for (unsigned probe = 0; probe < SITE_TABLE; probe++, i = (i + 1) & (SITE_TABLE - 1)) {
     uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_acquire);
-    if (k == ra) {
-      unsigned id = site_val[i], a = atomic_load_explicit(&_tp_groups[id]->alias, memory_order_relaxed);
-      return a ? a : id;
-    }
+    if (k == ra) return (int)i;
     if (k == 0) break;
   }
-  /* Not found: create under the lock (sites past the bound share group 0). */
+  if (!insert) return -1;
   _tp_lock(&groups_lock);
-  unsigned id = TP_SHARED_GROUP;
-  if (site_used * 4 >= SITE_TABLE * 3) goto out; /* table crowded: shared, not remembered */
-  i = site_hash(ra);
-  for (;; i = (i + 1) & (SITE_TABLE - 1)) {
-    uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_relaxed);
-    if (k == ra) {
-      id = site_val[i];
-      goto out;
+  int slot = -1;
+  if (site_used * 4 < SITE_TABLE * 3) { /* else crowded: shared, not remembered */
+    i = site_hash(ra);
+    for (;; i = (i + 1) & (SITE_TABLE - 1)) {
+      uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_relaxed);
+      if (k == ra || k == 0) break;
     }
-    if (k == 0) break;
+    if (atomic_load_explicit(&site_key[i], memory_order_relaxed) == 0) {
+      atomic_store_explicit(&site_val[i], TP_SHARED_GROUP, memory_order_relaxed);
+      site_young[i] = 1;
+      atomic_store_explicit(&site_key[i], ra, memory_order_release);
+      site_used++;
+    }
+    slot = (int)i;
   }
-  if (nsites < _tp_opt.site_groups) {
-    tp_group_t *g = group_new(NULL);
-    if (g) {
-      g->site = ra;
-      snprintf(g->name, sizeof g->name, "site:%#lx", (unsigned long)ra);
-      id = g->id;
-      nsites++;
+  _tp_unlock(&groups_lock);
+  return slot;
+}
+
+unsigned _tp_site_group(uintptr_t ra, int *young) {
+  int i = site_slot(ra, 1);
+  *young = 0;
+  if (i < 0) return TP_SHARED_GROUP;
+  unsigned id = atomic_load_explicit(&site_val[i], memory_order_acquire);
+  if (id == TP_SHARED_GROUP) {
+    *young = site_young[i];
+    return id;
+  }
+  unsigned a = atomic_load_explicit(&_tp_groups[id]->alias, memory_order_relaxed);
+  return a ? a : id;
+}
+
+/* A site earns a group of its own when it does a good share of the process's recent refills
+ * (a structure being built, not a few blocks churned) and has taken enough memory to fill a
+ * slab or two. Until then its blocks share slabs with every other young site: a program of
+ * many small sites pays for what it keeps live, not sites x size classes x a slab. */
+#define TP_SITE_HALF_LIFE 64
+#define TP_SITE_DEMAND (8 * 16)
+#define TP_SITE_BYTES ((size_t)64 << 10)
+
+unsigned _tp_site_refill(uintptr_t ra, size_t bytes) {
+  int i = site_slot(ra, 0);
+  if (i < 0 || !site_young[i]) {
+    int young;
+    return _tp_site_group(ra, &young);
+  }
+  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  uint64_t halvings = (now - site_stamp[i]) / TP_SITE_HALF_LIFE;
+  uint32_t d = halvings >= 32 ? 0 : site_demand[i] >> halvings;
+  if (halvings) site_stamp[i] += halvings * TP_SITE_HALF_LIFE;
+  site_demand[i] = d + 16;
+  site_bytes[i] += bytes;
+  if (site_demand[i] < TP_SITE_DEMAND || site_bytes[i] < TP_SITE_BYTES || _tp_opt.group != TP_GROUP_SITE)
+    return TP_SHARED_GROUP;
+  _tp_lock(&groups_lock);
+  unsigned id = atomic_load_explicit(&site_val[i], memory_order_relaxed);
+  if (site_young[i]) {
+    site_young[i] = 0; /* grown up: past the bound it stays on the shared group */
+    if (nsites < _tp_opt.site_groups) {
+      tp_group_t *g = group_new(NULL);
+      if (g) {
+        g->site = ra;
+        snprintf(g->name, sizeof g->name, "site:%#lx", (unsigned long)ra);
+        id = g->id;
+        nsites++;
+        atomic_store_explicit(&site_val[i], (uint16_t)id, memory_order_release);
+        if (_tp_opt.verbose) _tp_message("site %#lx grows up: group %u", (unsigned long)ra, id);
+      }
     }
   }
-  site_val[i] = (uint16_t)id;
-  atomic_store_explicit(&site_key[i], ra, memory_order_release);
-  site_used++;
-out:
   _tp_unlock(&groups_lock);
   return id;
 }

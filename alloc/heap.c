@@ -84,6 +84,7 @@ static int register_range(uintptr_t start, uintptr_t end) {
       __atomic_store_n(&_tp_map[bi], b, __ATOMIC_RELEASE);
     }
     tp_hpage_t *h = _tp_hpage_of((void *)a);
+    h->slot_slab = &_tp_map[bi]->slab[((a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1))];
     h->addr = a;
     h->state = TP_HP_FREE;
   }
@@ -132,10 +133,41 @@ static int grow(size_t bytes, size_t align) {
   return 0;
 }
 
+/* The heap has grown past start_kb: the hpages it started on become huge pages too (THP,
+ * collapsed in place), so the data placed there early costs one TLB entry per hpage, like the
+ * rest. Once per process; what the kernel cannot collapse stays on 4 KiB pages. */
+static int start_promoted;
+static void promote_one(tp_hpage_t *h, void *arg) {
+  (void)arg;
+  if (!h->start || h->source != TP_SRC_4K) return;
+  h->start = 0;
+  if (_tp_os_promote((void *)h->addr) != 0) return;
+  _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
+  _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+  _tp_heap_ctr.promoted++;
+  h->source = TP_SRC_THP;
+}
+static void promote_start_pages(void) {
+  if (start_promoted) return;
+  start_promoted = 1;
+  _tp_heap_foreach(promote_one, NULL);
+}
+
+/* Start small: under pool:auto a process takes huge pages once its heap is worth them. Until
+ * its backed hpages reach start_kb it is on 4 KiB pages, touched (and zeroed) only where used:
+ * a short-lived process does not pay for zeroing 2 MiB pages it barely fills, nor hold pool
+ * pages that other processes could use. */
 static int want_source(void) {
   switch (_tp_opt.pool) {
   case TP_POOL_THP: return TP_SRC_THP;
   case TP_POOL_4K: return TP_SRC_4K;
+  case TP_POOL_AUTO: {
+    size_t backed = 0;
+    for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
+    if ((backed + 1) * TP_HPAGE <= _tp_opt.start_bytes) return TP_SRC_4K;
+    promote_start_pages();
+    return TP_SRC_HUGETLB;
+  }
   default: return TP_SRC_HUGETLB;
   }
 }
@@ -147,6 +179,7 @@ static int back(tp_hpage_t *h) {
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
   h->source = (uint8_t)src;
+  h->start = src == TP_SRC_4K && _tp_opt.pool == TP_POOL_AUTO && !start_promoted;
   h->node = (uint8_t)(node & 7);
   h->fresh_mask = TP_ALL_SLOTS;
   _tp_heap_ctr.pages_by_source[src]++;
@@ -162,6 +195,7 @@ static void decommit(tp_hpage_t *h) {
   h->source = TP_SRC_NONE;
   h->state = TP_HP_FREE;
   h->fresh_mask = 0;
+  h->start = 0;
 }
 
 /* One backed, empty hpage: a retained one first (prefer this node's), then address space. */
@@ -216,7 +250,7 @@ static void make_empty(tp_hpage_t *h) {
   h->used_mask = 0;
   h->nused = 0;
   h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-  memset(h->slot_slab, 0, sizeof h->slot_slab);
+  memset(h->slot_slab, 0, TP_SLOTS * sizeof *h->slot_slab);
   if ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
     decommit(h);
     put_on_list(h, TP_LIST_FREE);

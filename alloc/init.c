@@ -67,7 +67,7 @@ void _tp_init(void) {
 }
 
 __attribute__((constructor)) static void tp_constructor(void) {
-  if (_tp_tc == NULL) _tp_tcache_init();
+  _tp_tcache_get();
   init_late(); /* the calling thread has its cache: allocations made here recurse safely */
 }
 

@@ -72,6 +72,7 @@ typedef struct tp_options_s {
   size_t retain_bytes;
   unsigned site_groups;       /* bound on allocation-site groups */
   size_t exclusive_bytes;     /* a group gets hpages of its own past this many slab bytes */
+  size_t start_bytes;         /* pool:auto: the heap's first hpages up to this size are on 4 KiB pages */
   char regions_path[256];
 } tp_options_t;
 
@@ -112,10 +113,18 @@ typedef struct tp_hpage_s tp_hpage_t;
 typedef struct tp_slab_s tp_slab_t;
 
 struct tp_slab_s {
+  /* What every free reads, in the record's first cache line: */
   uintptr_t base;        /* first object */
   uint64_t recip;
+  /* One byte per object, 1 = handed to the program. Bytes, not bits: distinct objects never
+   * share a memory location, so frees from any thread need no locked instruction. The array
+   * starts on a cache line, and bins hand out objects 64 at a time (one bitmap word, one line
+   * of live bytes), so threads allocating side by side do not write the same line. */
+  uint8_t *live;
   uint32_t size;         /* object size (small), usable bytes (medium / large) */
   uint32_t nobj;
+  uint32_t small_nobj;   /* nobj for small slabs, 0 otherwise: the free hit's one bound check
+                          * sends every other kind to the generic free */
   uint16_t cls;
   uint16_t group;        /* the group whose bins this slab belongs to */
   uint8_t kind;
@@ -132,10 +141,7 @@ struct tp_slab_s {
   uint8_t nwords;
   _Atomic uint32_t nlive; /* arena: live blocks (any thread frees) */
   uint64_t *avail;       /* 1 = available in the slab (bin lock) */
-  /* One byte per object, 1 = handed to the program. Bytes, not bits: distinct objects never
-   * share a memory location, so frees from any thread need no locked instruction. */
-  uint8_t *live;
-  uint64_t data[];       /* avail words, then live bytes */
+  uint64_t data[];       /* avail words, then (from a cache line) live bytes */
 };
 
 /* hpage states */
@@ -155,11 +161,12 @@ struct tp_hpage_s {
   uint8_t source;
   uint8_t node;
   uint8_t listed;        /* which list holds it (TP_LIST_*) */
+  uint8_t start;         /* on 4 KiB pages because the heap was small (promoted once it grows) */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
   uint32_t used_mask;    /* bit i: slot i carved */
   uint32_t fresh_mask;   /* bit i: slot i untouched since backing (reads as zero) */
-  tp_slab_t *slot_slab[TP_SLOTS];
+  tp_slab_t **slot_slab;  /* its TP_SLOTS entries in the block's flat slab map */
   tp_hpage_t *next, *prev;
   uintptr_t addr;
   uint64_t last_use;     /* heap clock when it became empty */
@@ -167,8 +174,24 @@ struct tp_hpage_s {
 
 enum { TP_LIST_NONE = 0, TP_LIST_FREE, TP_LIST_EMPTY, TP_LIST_FILLER };
 
-typedef struct tp_block_s { tp_hpage_t hp[1u << (TP_BLOCK_SHIFT - TP_HPAGE_SHIFT)]; } tp_block_t;
+/* One per GiB of address space: the slab of every 64 KiB slot, flat (what free reads), then the
+ * hpage records. */
+#define TP_BLOCK_SLOTS (1u << (TP_BLOCK_SHIFT - TP_SLOT_SHIFT))
+typedef struct tp_block_s {
+  tp_slab_t *slab[TP_BLOCK_SLOTS];
+  tp_hpage_t hp[1u << (TP_BLOCK_SHIFT - TP_HPAGE_SHIFT)];
+} tp_block_t;
 extern tp_block_t *_tp_map[TP_MAP_ENTRIES] TP_INTERNAL;
+
+/* The slab holding address p, or NULL (not tlbpack's, or no slab there). */
+/* Addresses past the 47-bit user space wrap around the map: the slab found (if any) then does
+ * not hold them, which the caller's bounds check on the slab reports. */
+static inline tp_slab_t *_tp_slab_of(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  tp_block_t *b = _tp_map[(a >> TP_BLOCK_SHIFT) & (TP_MAP_ENTRIES - 1)];
+  if (TP_UNLIKELY(b == NULL)) return NULL;
+  return __atomic_load_n(&b->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE);
+}
 
 static inline tp_hpage_t *_tp_hpage_of(const void *p) {
   uintptr_t a = (uintptr_t)p;
@@ -235,7 +258,12 @@ extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 #define TP_ADOPT_VOTES 4
 extern tp_group_t _tp_shared_group TP_INTERNAL;
 void _tp_groups_init(void) TP_INTERNAL;
-unsigned _tp_site_group(uintptr_t site) TP_INTERNAL;
+/* The group of allocation site `site`; *young is set while the site allocates from the shared
+ * group because it has not yet shown that it keeps memory. */
+unsigned _tp_site_group(uintptr_t site, int *young) TP_INTERNAL;
+/* A young site is about to refill a cache of the shared group with `bytes`: counts its demand,
+ * and returns the group it allocates from now (its own, once it has earned one). */
+unsigned _tp_site_refill(uintptr_t site, size_t bytes) TP_INTERNAL;
 unsigned _tp_thread_group(void) TP_INTERNAL;
 /* An exited thread's group goes to the next new thread (its pages and slabs are reused). */
 void _tp_thread_group_release(unsigned id) TP_INTERNAL;
@@ -266,14 +294,16 @@ typedef struct tp_heap_counters_s {
   size_t pages_returned;
   size_t reserved_bytes;
   size_t fork_unshared;   /* hugetlb pages a fork child moved to THP (the pool was short) */
+  size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
 
 /* ---- slabs and bins (slab.c) --------------------------------------------------------- */
-/* Moves up to `want` objects of class c of group g into out[] (as tcache entries). */
+/* Moves at least `want` objects (when memory allows) and at most `room` of class c of group g
+ * into out[] (as tcache entries). */
 typedef struct tp_entry_s { void *p; uint8_t *live; } tp_entry_t;
-unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want) TP_INTERNAL;
+unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room) TP_INTERNAL;
 /* Returns objects (already marked not live) to their slabs. All belong to group g, class c. */
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
 /* Releases every slab of a group (destroy). */
@@ -293,38 +323,72 @@ size_t _tp_arena_usable(const tp_slab_t *s, const void *p) TP_INTERNAL;
 void _tp_arena_release(tp_slab_t *s) TP_INTERNAL; /* destroy: the run and its record */
 #define TP_ARENA_META (sizeof(tp_slab_t) + TP_ARENA_GRANULES)
 
-/* ---- thread caches (tcache.c) -------------------------------------------------------- */
+/* ---- thread caches (tcache.c) -------------------------------------------------------- 
+ * A thread starts on a static empty cache (`_tp_tcache_empty`) whose site slots and bins hold
+ * nothing, so "not initialised", "no bin yet" and "bin empty" are one cheap miss in malloc and
+ * free; the miss goes to the generic path, which creates what is missing. Bin pointers are never
+ * NULL: a bin not created yet is `_tp_tbin_empty` (count 0, limit 0), which also turns every
+ * free into a miss. Counters live in the bins (written beside `count`) and are summed for stats. */
 typedef struct tp_tbin_s {
-  uint32_t count, cap;
-  uint32_t limit;        /* frees cache up to this many (cap, or less for another thread's group) */
+  tp_entry_t *top;       /* where the next freed block goes: count = top - e */
+  tp_entry_t *end;       /* e + limit: frees cache up to here (cap, or less for another
+                          * thread's group) */
+  uint64_t nalloc;       /* pops: stats */
+  int64_t out;           /* blocks filled into the bin minus blocks flushed out: stats (the
+                          * bin's live blocks are out - count, its frees nalloc - that) */
+  uint32_t cap, cls;
   tp_entry_t e[];
 } tp_tbin_t;
 
+static inline unsigned _tp_tbin_count(const tp_tbin_t *b) { return (unsigned)(b->top - b->e); }
+static inline unsigned _tp_tbin_limit(const tp_tbin_t *b) { return (unsigned)(b->end - b->e); }
+
+/* Small classes by size in 16-byte steps, for the fast path (sizes up to TP_FAST_MAX). */
+#define TP_FAST_MAX 1024
+#define TP_FAST_N (TP_FAST_MAX / 16 + 1)
+
 typedef struct tp_tgroup_s {
-  uint32_t gen;
   tp_tbin_t *bins[TP_NCLASSES];
+  tp_tbin_t *fast[TP_FAST_N]; /* bins by (size + 15) / 16: malloc needs no class lookup */
+  uint32_t gen;
 } tp_tgroup_t;
 
-#define TP_SITE_CACHE 16
+/* The site cache: a return address (masked by ra_mask: 0 outside group:site) and the bins (by
+ * size, `fast`) of the group it allocates from, in this thread. */
+typedef struct tp_site_slot_s {
+  uintptr_t ra;
+  tp_tbin_t **bins;
+} tp_site_slot_t;
+
+#define TP_SITE_CACHE 128
+#define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
-  tp_tgroup_t *groups[TP_MAX_GROUPS];
-  uintptr_t site_ra[TP_SITE_CACHE];
-  uint16_t site_g[TP_SITE_CACHE];
+  uintptr_t ra_mask;     /* ~0 under group:site, else 0 (every call is one site) */
+  tp_site_slot_t site[TP_SITE_CACHE];
   uint16_t thread_group;
   uint8_t owns_thread_group;
+  uint8_t dead;          /* the static records: never caches (exited thread), or not started */
   int mode;
-  uint16_t last_free_g[TP_NCLASSES]; /* per class, the group of the last block freed here */
-  /* counters, folded into the globals at thread exit */
+  uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
+  /* counters of what bypasses the bins (medium, large, arena, uncached classes),
+   * folded into the globals at thread exit */
   size_t nmalloc, nfree, bytes_alloc;
-  ptrdiff_t live_bytes;   /* may go negative in a thread that frees others' blocks */
-  ptrdiff_t live_folded;  /* the part of live_bytes already added to _tp_global_live */
+  ptrdiff_t live_bytes;  /* may go negative in a thread that frees others' blocks */
   struct tp_tcache_s *next_all, *prev_all;
-  int dead;
+  tp_tgroup_t *groups[TP_MAX_GROUPS];
 } tp_tcache_t;
 
+extern tp_tbin_t _tp_tbin_empty TP_INTERNAL;
+extern tp_tcache_t _tp_tcache_empty TP_INTERNAL;
 extern __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) TP_INTERNAL;
-tp_tcache_t *_tp_tcache_init(void) TP_INTERNAL;
+/* The calling thread's cache, created on first use; a static record that never caches when
+ * the thread has exited or no memory is left for one. */
+tp_tcache_t *_tp_tcache_get(void) TP_INTERNAL;
+static inline int _tp_tcache_started(const tp_tcache_t *tc) { return tc != &_tp_tcache_empty; }
+/* The bin of group g, class c, created on first use; NULL where the class is not cached. */
 tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) TP_INTERNAL;
+/* The bins by size (`fast`) of group g in this thread, for the site cache. */
+tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) TP_INTERNAL;
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) TP_INTERNAL;
 void _tp_tcache_flush_all(tp_tcache_t *tc) TP_INTERNAL;
 void _tp_tcache_prefork(void) TP_INTERNAL;
@@ -332,17 +396,18 @@ void _tp_tcache_postfork(int child) TP_INTERNAL;
 /* Sums live counters over every thread (stats). */
 void _tp_tcache_sum(size_t *nmalloc, size_t *nfree, size_t *bytes_alloc, ptrdiff_t *live_bytes) TP_INTERNAL;
 void _tp_tcache_key_init(void) TP_INTERNAL;
+extern uint8_t _tp_fast_class[TP_FAST_N] TP_INTERNAL;
 
 /* ---- init (init.c) ------------------------------------------------------------------- */
 extern _Atomic int _tp_ready TP_INTERNAL; /* 0 none, 1 core ready, 2 fully ready */
 void _tp_init(void) TP_INTERNAL;
 
 /* ---- stats (stats.c) ----------------------------------------------------------------- */
+/* Bytes out of the slabs and runs (live, or waiting in a thread cache): changed where memory
+ * moves between slabs and caches, so the peak is exact to within the caches' contents. */
 extern _Atomic ptrdiff_t _tp_peak_live TP_INTERNAL;
 extern _Atomic ptrdiff_t _tp_global_live TP_INTERNAL;
-/* Folds the calling thread's live-byte change into the global count and the peak (called on
- * slow paths only, so the peak is exact to within the thread caches' contents). */
-void _tp_stats_note_live(void) TP_INTERNAL;
+void _tp_stats_out(ptrdiff_t bytes) TP_INTERNAL;
 void _tp_atexit_report(void) TP_INTERNAL;
 void _tp_stats_keep_stderr(void) TP_INTERNAL;
 

@@ -16,6 +16,7 @@ void _tp_options_defaults(tp_options_t *o) {
   o->retain_bytes = (size_t)16 << 20;
   o->site_groups = 128;
   o->exclusive_bytes = (size_t)256 << 10;
+  o->start_bytes = (size_t)8 << 20;
 }
 
 typedef struct { const char *name; int value; } tp_enum_t;
@@ -51,7 +52,19 @@ static const tp_key_t keys[] = {
     {"retain_mb", K_NUM, NULL, OFF(retain_bytes), 0, 1u << 20, 1u << 20, "a whole number of MiB, 0-1048576"},
     {"sites", K_NUM, NULL, OFF(site_groups), 1, TP_MAX_GROUPS - 64, 1, "a whole number, 1-960"},
     {"exclusive_kb", K_NUM, NULL, OFF(exclusive_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
+    {"start_kb", K_NUM, NULL, OFF(start_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
     {NULL, 0, NULL, 0, 0, 0, 0, NULL}};
+
+/* "stats, pool, ...": every key, for the unknown-key warning (built once; no malloc). */
+static const char *key_list(void) {
+  static char buf[256];
+  if (buf[0] == 0) {
+    size_t o = 0;
+    for (const tp_key_t *t = keys; t->key && o + 32 < sizeof buf; t++)
+      o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", o ? ", " : "", t->key);
+  }
+  return buf;
+}
 
 /* The user's text, at most 64 bytes, with anything unprintable as \xNN: a newline or an
  * escape sequence in TLBPACK_CONF must not forge or split a line of ours. */
@@ -67,6 +80,8 @@ static const char *printable(char *out, const char *s, size_t n) {
   return out;
 }
 
+static const char *key_list(void);
+
 static void warn_line(FILE *w, const char *what, const char *k, size_t kl, const char *v, size_t vl,
                       const char *accepted) {
   if (w == NULL) return;
@@ -75,8 +90,8 @@ static void warn_line(FILE *w, const char *what, const char *k, size_t kl, const
     fprintf(w, "tlbpack: TLBPACK_CONF: %s '%s' for key '%s' (accepted: %s); default kept\n", what,
             printable(vb, v, vl), printable(kb, k, kl), accepted);
   else
-    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%s'%s; ignored\n", what, printable(kb, k, kl),
-            vl ? " (with a value)" : "");
+    fprintf(w, "tlbpack: TLBPACK_CONF: %s '%s'%s (the keys: %s); ignored\n", what, printable(kb, k, kl),
+            vl ? " with a value" : "", key_list());
 }
 
 static int parse_num(const char *v, size_t vl, unsigned long long *out) {

@@ -89,6 +89,14 @@ static int try_source(void *addr, int src) {
   return -1;
 }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+int _tp_os_promote(void *addr) {
+  if (madvise(addr, TP_HPAGE, MADV_HUGEPAGE) != 0) return -1;
+  return madvise(addr, TP_HPAGE, MADV_COLLAPSE) == 0 ? 0 : -1;
+}
+
 int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
   for (int src = want; src <= TP_SRC_4K; src++) {
     if (try_source(addr, src) == 0) {

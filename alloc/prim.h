@@ -21,6 +21,9 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) __attribute
 
 /* Gives the hpage's memory back (to the hugetlbfs pool or the OS); keeps the range reserved. */
 void _tp_os_decommit(void *addr, size_t len) __attribute__((visibility("hidden")));
+/* Turns a backed 4 KiB-page hpage into a transparent huge page now (MADV_COLLAPSE): 0 when it
+ * is one, -1 when the kernel could not (the memory stays as it was, contents kept). */
+int _tp_os_promote(void *addr) __attribute__((visibility("hidden")));
 
 /* Pool discovery through libhugetlbfs and NUMA set-up through libnuma (see rule 1). */
 void _tp_os_discover(void) __attribute__((visibility("hidden")));

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 tp_class_t _tp_classes[TP_NCLASSES];
+uint8_t _tp_fast_class[TP_FAST_N];
 
 static uint32_t class_size(unsigned c) {
   if (c < 8) return (c + 1) * 16;
@@ -27,4 +28,5 @@ void _tp_classes_init(void) {
      * block that large, parked in a cache, would pin a whole slab run of its own. */
     k->tcache_cap = k->size <= 1024 ? 64 : k->size <= 16384 ? 16 : k->size <= 65536 ? 4 : 0;
   }
+  for (unsigned i = 0; i <= TP_FAST_MAX / 16; i++) _tp_fast_class[i] = (uint8_t)_tp_class_of(i ? i * 16 : 1);
 }

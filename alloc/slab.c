@@ -5,9 +5,12 @@
 
 #include "internal.h"
 
-static size_t slab_meta_size(const tp_class_t *k) {
-  return sizeof(tp_slab_t) + (size_t)k->nwords * sizeof(uint64_t) + ((k->nobj + 7) & ~7u);
+/* The live bytes start on a cache line of their own (records are 64-byte aligned). */
+static size_t live_offset(const tp_class_t *k) {
+  return (sizeof(tp_slab_t) + (size_t)k->nwords * sizeof(uint64_t) + 63) & ~(size_t)63;
 }
+
+static size_t slab_meta_size(const tp_class_t *k) { return live_offset(k) + ((k->nobj + 63) & ~63u); }
 
 static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   const tp_class_t *k = &_tp_classes[c];
@@ -25,6 +28,7 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   s->recip = k->recip;
   s->size = k->size;
   s->nobj = k->nobj;
+  s->small_nobj = k->nobj;
   s->cls = (uint16_t)c;
   s->group = g->id;
   s->kind = TP_SLAB_SMALL;
@@ -33,7 +37,7 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   s->hp = h;
   s->nwords = k->nwords;
   s->avail = s->data;
-  s->live = (uint8_t *)(s->data + k->nwords);
+  s->live = (uint8_t *)s + live_offset(k);
   for (unsigned w = 0; w < k->nwords; w++) {
     unsigned left = k->nobj - w * 64;
     s->avail[w] = left >= 64 ? ~0ull : ((1ull << left) - 1);
@@ -83,7 +87,7 @@ static int bin_hot(tp_group_t *g, const tp_bin_t *b) {
   return now - b->last_fill <= TP_IDLE_REFILLS && !atomic_load_explicit(&g->alias, memory_order_relaxed);
 }
 
-unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want) {
+unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room) {
   tp_bin_t *b = &g->bins[c];
   unsigned n = 0;
   _tp_lock(&b->lock);
@@ -96,9 +100,11 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want)
       b->slabs++;
       partial_push(b, s);
     }
+    /* Whole bitmap words while there is room: a word's objects share a line of live bytes,
+     * and one thread taking all of them keeps other threads off that line. */
     for (unsigned w = s->avail_hint; w < s->nwords && n < want; w++) {
       uint64_t bits = s->avail[w];
-      while (bits && n < want) {
+      while (bits && n < room) {
         unsigned bit = (unsigned)__builtin_ctzll(bits);
         bits &= bits - 1;
         uint32_t idx = w * 64 + bit;
@@ -109,10 +115,13 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want)
       }
       s->avail[w] = bits;
       if (bits == 0) s->avail_hint = w + 1;
+      if (n >= room) break;
     }
     if (s->navail == 0) partial_unlink(b, s);
+    if (n >= room) break;
   }
   _tp_unlock(&b->lock);
+  _tp_stats_out((ptrdiff_t)n * _tp_classes[c].size);
   return n;
 }
 
@@ -139,6 +148,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     if (!s->in_partial) partial_push(b, s);
   }
   _tp_unlock(&b->lock);
+  _tp_stats_out(-(ptrdiff_t)n * _tp_classes[c].size);
 }
 
 void _tp_bin_trim(tp_group_t *g) {

@@ -12,13 +12,10 @@
 _Atomic ptrdiff_t _tp_peak_live;
 _Atomic ptrdiff_t _tp_global_live;
 
-void _tp_stats_note_live(void) {
-  tp_tcache_t *tc = _tp_tc;
-  if (tc == NULL) return;
-  ptrdiff_t delta = tc->live_bytes - tc->live_folded;
-  tc->live_folded = tc->live_bytes;
-  ptrdiff_t now = atomic_fetch_add(&_tp_global_live, delta) + delta;
-  ptrdiff_t peak = atomic_load(&_tp_peak_live);
+void _tp_stats_out(ptrdiff_t bytes) {
+  ptrdiff_t now = atomic_fetch_add_explicit(&_tp_global_live, bytes, memory_order_relaxed) + bytes;
+  if (bytes <= 0) return;
+  ptrdiff_t peak = atomic_load_explicit(&_tp_peak_live, memory_order_relaxed);
   while (now > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, now)) {
   }
 }
@@ -69,12 +66,12 @@ void tp_stats_print(FILE *out, int json) {
             "\"peak_live_bytes\":%zu,\"live_objects\":%zu,\"mapped_bytes\":%zu,"
             "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
             "\"pages_thp\":%zu,"
-            "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"density\":%.4f,"
+            "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
             _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
-            c.fork_unshared, st.density, _tp_os.numa_nodes, _tp_os.numa_note);
+            c.fork_unshared, c.promoted, st.density, _tp_os.numa_nodes, _tp_os.numa_note);
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
     fprintf(out, "]}\n");
@@ -97,6 +94,7 @@ void tp_stats_print(FILE *out, int json) {
   ROW("pages_returned", "%zu", st.pages_returned);
   ROW("density", "%.4f", st.density);
   ROW("fork_unshared", "%zu", c.fork_unshared);
+  ROW("pages_promoted", "%zu", c.promoted);
   ROW("reserved_bytes", "%zu", c.reserved_bytes);
   ROW("meta_bytes", "%zu", _tp_meta_bytes());
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);

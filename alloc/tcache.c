@@ -1,11 +1,26 @@
 /* Thread caches: per thread, per group, per size class, a stack of objects ready to hand out,
- * so the common malloc and free take no lock. Bins are created on first use. A thread's cache
- * is flushed at thread exit; after that the thread allocates without a cache. */
+ * so the common malloc and free take no lock. A thread starts on the static empty cache and
+ * gets its own record on its first miss; bins are created on first use. A thread's cache is
+ * flushed at thread exit; after that the thread allocates without a cache. */
 #include <string.h>
 
 #include "internal.h"
 
-__thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec")));
+/* count 0, limit 0: malloc and free both miss */
+tp_tbin_t _tp_tbin_empty = {.top = _tp_tbin_empty.e, .end = _tp_tbin_empty.e};
+static tp_tgroup_t empty_tgroup = {.bins = {[0 ... TP_NCLASSES - 1] = &_tp_tbin_empty},
+                                   .fast = {[0 ... TP_FAST_N - 1] = &_tp_tbin_empty}};
+
+#define EMPTY_CACHE_INIT                                                                          \
+  {                                                                                               \
+    .site = {[0 ... TP_SITE_CACHE - 1] = {1, empty_tgroup.fast}}, .dead = 1,                      \
+    .groups = {[0 ... TP_MAX_GROUPS - 1] = &empty_tgroup},                                        \
+  }
+tp_tcache_t _tp_tcache_empty = EMPTY_CACHE_INIT;
+/* Used by a thread after its cache was torn down (thread exit): never caches anything. */
+static tp_tcache_t exited_cache = EMPTY_CACHE_INIT;
+
+__thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) = &_tp_tcache_empty;
 
 static tp_lock_t tc_lock = TP_LOCK_INIT;
 static tp_tcache_t *all_list, *free_list;
@@ -14,9 +29,6 @@ static int tc_key_ok;
 /* Counters of threads that are gone. */
 static size_t dead_nmalloc, dead_nfree, dead_bytes;
 static ptrdiff_t dead_live_bytes;
-
-/* Used by a thread after its cache was torn down (thread exit): never caches anything. */
-static tp_tcache_t exited_cache = {.dead = 1};
 
 static void tcache_exit(void *arg);
 
@@ -28,13 +40,15 @@ static uint32_t tbin_limit(const tp_tcache_t *tc, unsigned g, uint32_t cap) {
   return tc->mode == TP_GROUP_THREAD && g != tc->thread_group ? 0 : cap;
 }
 
+static int real_bin(const tp_tbin_t *b) { return b != &_tp_tbin_empty; }
+
 /* A recycled record's bins were sized for its old thread, whose group may not be this one's. */
 static void reset_limits(tp_tcache_t *tc) {
   for (unsigned g = 0; g < TP_MAX_GROUPS; g++) {
     tp_tgroup_t *tg = tc->groups[g];
-    if (tg == NULL) continue;
+    if (tg == &empty_tgroup) continue;
     for (unsigned c = 0; c < TP_NCLASSES; c++)
-      if (tg->bins[c]) tg->bins[c]->limit = tbin_limit(tc, g, tg->bins[c]->cap);
+      if (real_bin(tg->bins[c])) tg->bins[c]->end = tg->bins[c]->e + tbin_limit(tc, g, tg->bins[c]->cap);
   }
 }
 
@@ -45,24 +59,30 @@ static void link_all(tp_tcache_t *tc) {
   all_list = tc;
 }
 
-tp_tcache_t *_tp_tcache_init(void) {
+/* Everything but the per-group bins, which a recycled record keeps. */
+static void reset_record(tp_tcache_t *tc) {
+  tp_tgroup_t *keep[TP_MAX_GROUPS];
+  memcpy(keep, tc->groups, sizeof keep);
+  memset(tc, 0, sizeof *tc);
+  memcpy(tc->groups, keep, sizeof keep);
+  for (unsigned i = 0; i < TP_SITE_CACHE; i++) tc->site[i] = (tp_site_slot_t){1, empty_tgroup.fast};
+}
+
+static tp_tcache_t *tcache_init(void) {
   if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) _tp_init();
   _tp_lock(&tc_lock);
   tp_tcache_t *tc = free_list;
   if (tc) free_list = tc->next_all;
   _tp_unlock(&tc_lock);
   int recycled = tc != NULL;
-  if (tc) {
-    /* A recycled record keeps its per-group bins (emptied at the old thread's exit). */
-    tp_tgroup_t *keep[TP_MAX_GROUPS];
-    memcpy(keep, tc->groups, sizeof keep);
-    memset(tc, 0, sizeof *tc);
-    memcpy(tc->groups, keep, sizeof keep);
-  } else {
+  if (tc == NULL) {
     tc = _tp_meta_alloc(sizeof *tc);
     if (tc == NULL) return &exited_cache;
+    for (unsigned g = 0; g < TP_MAX_GROUPS; g++) tc->groups[g] = &empty_tgroup;
   }
+  reset_record(tc);
   tc->mode = _tp_opt.group;
+  tc->ra_mask = tc->mode == TP_GROUP_SITE ? ~(uintptr_t)0 : 0;
   _tp_lock(&tc_lock);
   link_all(tc);
   _tp_unlock(&tc_lock);
@@ -74,55 +94,110 @@ tp_tcache_t *_tp_tcache_init(void) {
   return tc;
 }
 
-void _tp_tcache_key_init(void) {
-  tc_key_ok = pthread_key_create(&tc_key, tcache_exit) == 0;
-  if (tc_key_ok && _tp_tc != NULL && !_tp_tc->dead) pthread_setspecific(tc_key, _tp_tc);
+tp_tcache_t *_tp_tcache_get(void) {
+  tp_tcache_t *tc = _tp_tc;
+  return TP_LIKELY(tc != &_tp_tcache_empty) ? tc : tcache_init();
 }
 
-tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
-  if (tc->dead) return NULL;
+void _tp_tcache_key_init(void) {
+  tc_key_ok = pthread_key_create(&tc_key, tcache_exit) == 0;
+  if (tc_key_ok && !_tp_tc->dead) pthread_setspecific(tc_key, _tp_tc);
+}
+
+static tp_tgroup_t *tgroup_get(tp_tcache_t *tc, unsigned g) {
+  if (tc->dead) return &empty_tgroup;
   tp_tgroup_t *tg = tc->groups[g];
   tp_group_t *grp = _tp_groups[g];
-  if (tg == NULL) {
+  if (tg == &empty_tgroup) {
     tg = _tp_meta_alloc(sizeof *tg);
-    if (tg == NULL) return NULL;
+    if (tg == NULL) return &empty_tgroup;
+    for (unsigned c = 0; c < TP_NCLASSES; c++) tg->bins[c] = &_tp_tbin_empty;
+    for (unsigned i = 0; i < TP_FAST_N; i++) tg->fast[i] = &_tp_tbin_empty;
     tg->gen = atomic_load(&grp->gen);
     tc->groups[g] = tg;
   } else if (tg->gen != atomic_load(&grp->gen)) {
     /* The group was destroyed (and maybe re-created): its objects are gone, drop them. */
-    for (unsigned k = 0; k < TP_NCLASSES; k++)
-      if (tg->bins[k]) tg->bins[k]->count = 0;
+    for (unsigned k = 0; k < TP_NCLASSES; k++) {
+      tp_tbin_t *b = tg->bins[k];
+      unsigned n = _tp_tbin_count(b);
+      _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[k].size);
+      b->out -= n;
+      b->top = b->e;
+    }
     tg->gen = atomic_load(&grp->gen);
   }
+  return tg;
+}
+
+tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) { return tgroup_get(tc, g)->fast; }
+
+tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
+  tp_tgroup_t *tg = tgroup_get(tc, g);
+  if (tg == &empty_tgroup) return NULL;
   tp_tbin_t *b = tg->bins[c];
-  if (b == NULL) {
+  if (!real_bin(b)) {
     unsigned cap = _tp_classes[c].tcache_cap;
     if (cap == 0) return NULL; /* not cached: callers go to the slab directly */
     b = _tp_meta_alloc(sizeof *b + cap * sizeof(tp_entry_t));
     if (b == NULL) return NULL;
     b->cap = cap;
-    b->limit = tbin_limit(tc, g, cap);
+    b->cls = c;
+    b->top = b->e;
+    b->end = b->e + tbin_limit(tc, g, cap);
     tg->bins[c] = b;
+    for (unsigned i = 0; i < TP_FAST_N; i++)
+      if (_tp_fast_class[i] == c) tg->fast[i] = b;
   }
   return b;
 }
 
 /* Returns the oldest entries to the slabs, keeping `keep`. */
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) {
-  if (b->count <= keep) return;
-  unsigned n = b->count - keep;
+  unsigned count = _tp_tbin_count(b);
+  if (count <= keep) return;
+  unsigned n = count - keep;
   tp_tgroup_t *tg = tc->groups[g];
-  if (tg && tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, b->e, n);
+  if (tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, b->e, n);
+  else _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[c].size); /* dropped with the group */
   memmove(b->e, b->e + n, keep * sizeof(tp_entry_t));
-  b->count = keep;
+  b->top = b->e + keep;
+  b->out -= n;
 }
 
 void _tp_tcache_flush_all(tp_tcache_t *tc) {
   for (unsigned g = 0; g < TP_MAX_GROUPS; g++) {
     tp_tgroup_t *tg = tc->groups[g];
-    if (tg == NULL) continue;
+    if (tg == &empty_tgroup) continue;
     for (unsigned c = 0; c < TP_NCLASSES; c++)
-      if (tg->bins[c]) _tp_tbin_flush(tc, g, c, tg->bins[c], 0);
+      if (real_bin(tg->bins[c])) _tp_tbin_flush(tc, g, c, tg->bins[c], 0);
+  }
+}
+
+/* Adds a cache's counters (its own and its bins') to the sums; `take` zeroes the bins' (a
+ * record going back to the free list keeps its bins for the next thread). */
+static void add_counters(tp_tcache_t *tc, size_t *m, size_t *f, size_t *b, ptrdiff_t *l, int take) {
+  *m += tc->nmalloc;
+  *f += tc->nfree;
+  *b += tc->bytes_alloc;
+  *l += tc->live_bytes;
+  if (tc->dead) return;
+  for (unsigned g = 0; g < TP_MAX_GROUPS; g++) {
+    tp_tgroup_t *tg = tc->groups[g];
+    if (tg == &empty_tgroup) continue;
+    for (unsigned c = 0; c < TP_NCLASSES; c++) {
+      tp_tbin_t *bin = tg->bins[c];
+      if (!real_bin(bin)) continue;
+      size_t sz = _tp_classes[c].size;
+      int64_t live = bin->out - (int64_t)_tp_tbin_count(bin);
+      *m += bin->nalloc;
+      *f += (size_t)((int64_t)bin->nalloc - live);
+      *b += bin->nalloc * sz;
+      *l += (ptrdiff_t)live * (ptrdiff_t)sz;
+      if (take) {
+        bin->nalloc = 0;
+        bin->out = _tp_tbin_count(bin);
+      }
+    }
   }
 }
 
@@ -130,21 +205,15 @@ static void tcache_exit(void *arg) {
   tp_tcache_t *tc = arg;
   if (tc == NULL || tc->dead) return;
   _tp_tcache_flush_all(tc);
-  _tp_stats_note_live(); /* its last frees count in the global live bytes (and the peak) */
   if (tc->owns_thread_group) _tp_thread_group_release(tc->thread_group);
   _tp_tc = &exited_cache;
   _tp_lock(&tc_lock);
-  dead_nmalloc += tc->nmalloc;
-  dead_nfree += tc->nfree;
-  dead_bytes += tc->bytes_alloc;
-  dead_live_bytes += tc->live_bytes;
+  add_counters(tc, &dead_nmalloc, &dead_nfree, &dead_bytes, &dead_live_bytes, 1);
   if (tc->prev_all) tc->prev_all->next_all = tc->next_all;
   else all_list = tc->next_all;
   if (tc->next_all) tc->next_all->prev_all = tc->prev_all;
   /* The tgroup and bin records stay with the cache record for its next thread. */
-  tp_tcache_t keep = *tc;
-  memset(tc, 0, sizeof *tc);
-  memcpy(tc->groups, keep.groups, sizeof tc->groups);
+  reset_record(tc);
   tc->next_all = free_list;
   free_list = tc;
   _tp_unlock(&tc_lock);
@@ -155,23 +224,16 @@ void _tp_tcache_count_dropped(size_t objects, size_t bytes) {
   dead_nfree += objects;
   dead_live_bytes -= (ptrdiff_t)bytes;
   _tp_unlock(&tc_lock);
-  atomic_fetch_sub(&_tp_global_live, (ptrdiff_t)bytes);
+  _tp_stats_out(-(ptrdiff_t)bytes);
 }
 
 void _tp_tcache_sum(size_t *nm, size_t *nf, size_t *ba, ptrdiff_t *lb) {
   _tp_lock(&tc_lock);
   size_t m = dead_nmalloc, f = dead_nfree, b = dead_bytes;
   ptrdiff_t l = dead_live_bytes;
-  for (tp_tcache_t *tc = all_list; tc; tc = tc->next_all) {
-    m += tc->nmalloc;
-    f += tc->nfree;
-    b += tc->bytes_alloc;
-    l += tc->live_bytes;
-  }
-  m += exited_cache.nmalloc;
-  f += exited_cache.nfree;
-  b += exited_cache.bytes_alloc;
-  l += exited_cache.live_bytes;
+  for (tp_tcache_t *tc = all_list; tc; tc = tc->next_all) add_counters(tc, &m, &f, &b, &l, 0);
+  add_counters(&exited_cache, &m, &f, &b, &l, 0);
+  add_counters(&_tp_tcache_empty, &m, &f, &b, &l, 0);
   _tp_unlock(&tc_lock);
   *nm = m, *nf = f, *ba = b, *lb = l;
 }
@@ -190,11 +252,8 @@ void _tp_tcache_postfork(int child) {
   for (tp_tcache_t *tc = all_list, *next; tc; tc = next) {
     next = tc->next_all;
     if (tc == me) continue;
-    dead_nmalloc += tc->nmalloc;
-    dead_nfree += tc->nfree;
-    dead_bytes += tc->bytes_alloc;
-    dead_live_bytes += tc->live_bytes;
-    }
+    add_counters(tc, &dead_nmalloc, &dead_nfree, &dead_bytes, &dead_live_bytes, 1);
+  }
   all_list = NULL;
-  if (me && !me->dead) link_all(me);
+  if (!me->dead) link_all(me);
 }

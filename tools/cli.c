@@ -1,5 +1,6 @@
 /* Helpers shared by the tlbpack verbs: messages, finding our files, sizes, sysfs, conf checks. */
 #include "cli.h"
+#include "internal.h" /* tp_options_t and _tp_options_parse (alloc/options.c) */
 
 #include <ctype.h>
 #include <errno.h>
@@ -230,81 +231,30 @@ int tpc_write_long(const char *path, long value) {
 }
 
 /* ---- TLBPACK_CONF ---------------------------------------------------------------------- */
-/* The keys and values the allocator accepts (alloc/options.c; documented in tlbpack(3)).
- * values: '|'-separated words, "N" for a whole number in [lo, hi], or NULL for a path. */
-static const struct {
-  const char *key;
-  const char *values;
-  unsigned long long lo, hi;
-} conf_keys[] = {
-    {"stats", "0|1|text|json", 0, 0},        {"pool", "auto|hugetlbfs|thp|4k", 0, 0},
-    {"group", "site|thread|none", 0, 0},     {"regions", NULL, 0, 0},
-    {"retain_mb", "N", 0, 1048576},          {"numa", "local|interleave|off", 0, 0},
-    {"verbose", "0|1", 0, 0},                {"sites", "N", 1, 960},
-    {"exclusive_kb", "N", 0, 4194304},       {NULL, NULL, 0, 0}};
-
-static int value_ok(int k, const char *v, size_t vlen) {
-  const char *accepted = conf_keys[k].values;
-  if (!accepted) return vlen > 0;
-  if (!strcmp(accepted, "N")) {
-    if (vlen == 0 || vlen > 19) return 0;
-    unsigned long long x = 0;
-    for (size_t i = 0; i < vlen; i++) {
-      if (!isdigit((unsigned char)v[i])) return 0;
-      x = x * 10 + (unsigned long long)(v[i] - '0');
-    }
-    return x >= conf_keys[k].lo && x <= conf_keys[k].hi;
-  }
-  const char *a = accepted;
-  while (*a) {
-    const char *bar = strchr(a, '|');
-    size_t alen = bar ? (size_t)(bar - a) : strlen(a);
-    if (alen == vlen && !strncmp(a, v, vlen)) return 1;
-    if (!bar) break;
-    a = bar + 1;
-  }
-  return 0;
-}
-
+/* Checked by the allocator's own option parser (alloc/options.c is built into this command),
+ * so the keys, values and messages are the ones the library applies. */
 int tpc_conf_check(const char *verb, const char *conf) {
-  const char *item = conf;
-  while (*item) {
-    const char *comma = strchr(item, ',');
-    size_t len = comma ? (size_t)(comma - item) : strlen(item);
-    if (len > 0) {
-      const char *colon = memchr(item, ':', len);
-      if (!colon) {
-        fprintf(stderr, "tlbpack %s: --conf item '%.*s' is not KEY:VALUE (e.g. stats:1,pool:thp)\n",
-                verb, (int)len, item);
-        return -1;
-      }
-      size_t klen = (size_t)(colon - item);
-      const char *v = colon + 1;
-      size_t vlen = len - klen - 1;
-      int found = -1;
-      for (int i = 0; conf_keys[i].key; i++)
-        if (strlen(conf_keys[i].key) == klen && !strncmp(conf_keys[i].key, item, klen)) found = i;
-      if (found < 0) {
-        fprintf(stderr, "tlbpack %s: --conf key '%.*s' is unknown; accepted keys:", verb, (int)klen, item);
-        for (int i = 0; conf_keys[i].key; i++) fprintf(stderr, " %s", conf_keys[i].key);
-        fputc('\n', stderr);
-        return -1;
-      }
-      if (!value_ok(found, v, vlen)) {
-        const char *acc = conf_keys[found].values;
-        fprintf(stderr, "tlbpack %s: --conf %s:%.*s: bad value '%.*s'; accepted: ", verb, conf_keys[found].key,
-                (int)vlen, v, (int)vlen, v);
-        if (!acc) fprintf(stderr, "a file path\n");
-        else if (!strcmp(acc, "N"))
-          fprintf(stderr, "a whole number from %llu to %llu\n", conf_keys[found].lo, conf_keys[found].hi);
-        else fprintf(stderr, "%s\n", acc);
-        return -1;
-      }
+  char *msg = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&msg, &len);
+  if (m == NULL) return -1;
+  tp_options_t scratch;
+  int warnings = _tp_options_parse(&scratch, conf, m);
+  fclose(m);
+  if (warnings) {
+    for (char *line = msg, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+      nl = strchr(line, '\n');
+      if (nl) *nl = 0;
+      char *text = strncmp(line, "tlbpack: TLBPACK_CONF: ", 23) ? line : line + 23;
+      /* What the library does with a bad item (keeps going) is not what this command does. */
+      char *tail = strstr(text, "; ignored");
+      if (!tail) tail = strstr(text, "; default kept");
+      if (tail) *tail = 0;
+      fprintf(stderr, "tlbpack %s: --conf: %s\n", verb, text);
     }
-    if (!comma) break;
-    item = comma + 1;
   }
-  return 0;
+  free(msg);
+  return warnings ? -1 : 0;
 }
 
 int tpc_conf_has(const char *conf, const char *key) {

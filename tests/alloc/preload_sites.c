@@ -1,12 +1,15 @@
-/* Under LD_PRELOAD: plain malloc calls from two call sites land on disjoint 4 KiB pages, and
- * one site's blocks are packed onto at most ceil(bytes / 2 MiB) + 1 huge pages. */
+/* Under LD_PRELOAD: once two call sites have shown that they keep memory (their first blocks
+ * share slabs with other young sites; WARM blocks each is well past that), their blocks land
+ * on disjoint 4 KiB pages, and one site's blocks are packed onto at most
+ * ceil(bytes / 2 MiB) + 1 huge pages. */
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define N 50000
-static void *a[N], *b[N];
+#define WARM 5000
+static void *a[N], *b[N], *wa[WARM], *wb[WARM];
 
 /* noipa: no identical-code folding of the two; the asm: no tail jump (see test_placement.c). */
 static __attribute__((noipa)) void *hot(size_t n) {
@@ -27,6 +30,10 @@ static int cmp(const void *x, const void *y) {
 
 int main(void) {
   size_t bytes = 0;
+  for (int i = 0; i < WARM; i++) {
+    wa[i] = hot(40 + (i % 3) * 60);
+    wb[i] = cold(40);
+  }
   for (int i = 0; i < N; i++) {
     a[i] = hot(40 + (i % 3) * 60);
     bytes += malloc_usable_size(a[i]);
@@ -57,6 +64,10 @@ int main(void) {
   for (int i = 0; i < N; i++) {
     free(a[i]);
     free(b[i]);
+  }
+  for (int i = 0; i < WARM; i++) {
+    free(wa[i]);
+    free(wb[i]);
   }
   printf("ok\n");
   return 0;

@@ -227,11 +227,11 @@ static void *rec_third(void *arg) {
   unsigned c = _tp_class_of(64);
   tp_tgroup_t *shared = tc->groups[TP_SHARED_GROUP];
   out[0] = tc->thread_group;
-  out[1] = shared && shared->bins[c] ? shared->bins[c]->count : 0;
+  out[1] = shared && shared->bins[c] ? _tp_tbin_count(shared->bins[c]) : 0;
   for (int i = 0; i < REC_N; i++) rec_blocks[i] = tp_malloc(64);
   for (int i = 0; i < REC_N; i++) tp_free(rec_blocks[i]); /* our own group's: cached */
   tp_tgroup_t *own = tc->groups[tc->thread_group];
-  out[2] = own && own->bins[c] ? own->bins[c]->count : 0;
+  out[2] = own && own->bins[c] ? _tp_tbin_count(own->bins[c]) : 0;
   return NULL;
 }
 

@@ -55,17 +55,45 @@ static __attribute__((noipa)) void *site_b(size_t n) {
   return p;
 }
 
-Test(site, objects_from_two_call_sites_never_share_a_4k_page) {
-  enum { N = 3000 };
-  static void *a[N], *b[N];
+static unsigned group_of_block(void *p) {
+  return _tp_hpage_of(p)->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & 31]->group;
+}
+
+/* A new site is young: its first blocks share slabs with other young sites, so that a program
+ * of many small sites pays for what it keeps, not for a slab per site and class. */
+Test(site, the_first_blocks_of_two_new_sites_share_a_slab) {
+  void *a = site_a(48), *b = site_b(48);
+  cr_assert_eq(group_of_block(a), TP_SHARED_GROUP, "a new site starts on the shared group");
+  cr_assert_eq(group_of_block(b), TP_SHARED_GROUP);
+  cr_assert_eq(PAGE4K(a), PAGE4K(b), "young sites' blocks are packed together: a=%p b=%p", a, b);
+  tp_free(a);
+  tp_free(b);
+}
+
+/* Once both sites have shown that they keep memory (each well past a slab's worth), each has
+ * a group of its own and their blocks never share a page again. */
+Test(site, objects_from_two_grown_call_sites_never_share_a_4k_page) {
+  enum { WARM = 4000, N = 3000 };
+  static void *wa[WARM], *wb[WARM], *a[N], *b[N];
+  for (int i = 0; i < WARM; i++) {
+    wa[i] = site_a(48);
+    wb[i] = site_b(48);
+  }
   for (int i = 0; i < N; i++) {
     a[i] = site_a(48);
     b[i] = site_b(48);
   }
+  cr_assert_neq(group_of_block(a[0]), TP_SHARED_GROUP, "site A grew up");
+  cr_assert_neq(group_of_block(b[0]), TP_SHARED_GROUP, "site B grew up");
+  cr_assert_neq(group_of_block(a[0]), group_of_block(b[0]));
   cr_assert_not(pages_shared(a, N, 48, b, N, 48), "site A and site B blocks share a 4 KiB page");
   for (int i = 0; i < N; i++) {
     tp_free(a[i]);
     tp_free(b[i]);
+  }
+  for (int i = 0; i < WARM; i++) {
+    tp_free(wa[i]);
+    tp_free(wb[i]);
   }
 }
 
@@ -205,8 +233,12 @@ Test(site, groups_are_bounded_and_later_sites_share_group_zero) {
   static unsigned char seen[TP_MAX_GROUPS];
   for (uintptr_t i = 0; i < bound + 50; i++) {
     uintptr_t fake_site = 0x400000 + i * 40; /* fake return addresses: no code behind them */
-    unsigned g = _tp_site_group(fake_site);
-    cr_assert_eq(_tp_site_group(fake_site), g, "a site keeps its group");
+    int young;
+    unsigned g = _tp_site_group(fake_site, &young);
+    cr_assert(young && g == TP_SHARED_GROUP, "a new site starts young, on the shared group");
+    for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(fake_site, 64 << 10);
+    cr_assert_eq(_tp_site_group(fake_site, &young), g, "a site keeps its group");
+    cr_assert(!young, "a site that kept refilling is grown up");
     if (g == TP_SHARED_GROUP) shared++;
     else if (!seen[g]++) distinct_ids++;
   }
@@ -216,6 +248,7 @@ Test(site, groups_are_bounded_and_later_sites_share_group_zero) {
 
 Test(site, group_none_puts_every_site_in_the_shared_group) {
   _tp_tc->mode = TP_GROUP_NONE; /* what group:none sets for every thread cache */
+  _tp_tc->ra_mask = 0;
   void *a = site_a(48), *b = site_b(48);
   cr_assert_eq(_tp_hpage_of(a)->slot_slab[((uintptr_t)a >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
   cr_assert_eq(_tp_hpage_of(b)->slot_slab[((uintptr_t)b >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
@@ -292,10 +325,6 @@ Test(arena, interior_pointer_aborts) {
   expect_abort(call_free, p + 8, "tlbpack: invalid free of %p", (void *)(p + 8));
 }
 
-static unsigned group_of_block(void *p) {
-  return _tp_hpage_of(p)->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & 31]->group;
-}
-
 static unsigned long long lcg(unsigned long long *s) { return *s = *s * 6364136223846793005ull + 1442695040888963407ull; }
 
 Test(adopt, a_site_that_replaces_an_idle_sites_entries_joins_its_group) {
@@ -303,7 +332,8 @@ Test(adopt, a_site_that_replaces_an_idle_sites_entries_joins_its_group) {
   static void *slot[N];
   unsigned long long s = 1;
   for (int i = 0; i < N; i++) slot[i] = site_a(16 + lcg(&s) % 497);
-  unsigned ga = group_of_block(slot[0]);
+  unsigned ga = group_of_block(slot[N - 1]); /* the first blocks were allocated while A was young */
+  cr_assert_neq(ga, TP_SHARED_GROUP);
   for (int i = 0; i < 400000; i++) {
     size_t k = (lcg(&s) >> 20) % N;
     tp_free(slot[k]);

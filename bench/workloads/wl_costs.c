@@ -1,0 +1,227 @@
+/* What an allocator costs a program before any TLB saving: one workload per cost a user meets
+ * first.
+ *
+ * --mode sites    64 allocation sites (64 distinct call sites), each keeping --keep blocks of
+ *                 16-600 B live while it churns: memory must follow what is live, not
+ *                 sites x size classes. ns per free+malloc.
+ * --mode threads  two threads side by side, each with its own working set of --keep blocks of
+ *                 16-512 B, freeing a random one and allocating another (glibc's thread
+ *                 benchmark shape): no block or metadata line may be shared. ns per
+ *                 free+malloc, per thread (wall time / ops of one thread).
+ * --mode churn    two threads replace random entries of a shared table of --keep blocks of
+ *                 16-1024 B (server-style churn: about half the frees cross threads). ns per
+ *                 free+malloc, per thread.
+ * --mode startup  runs --prog (argv words split on ',', '_' for a space) --ops times, one after another,
+ *                 each with this process's environment (so the allocator preloaded here is
+ *                 preloaded there): ns per run. Memory: the program's own VmHWM + HugetlbPages,
+ *                 from one more run of /usr/bin/python3 that reads /proc/self/status (when the
+ *                 program is python3), else the children's peak RSS.
+ * No trace: these measure time and memory, not placement. */
+#define _GNU_SOURCE
+#include "wl_common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static unsigned long n_ops = 2000000, n_keep = 36;
+static const char *mode = "sites", *prog = "/usr/bin/python3,-c,pass", *label;
+
+static void *map_array(size_t n) {
+  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) wl_die("no memory for %zu bytes of workload state", n);
+  return p;
+}
+
+/* ---- sites ------------------------------------------------------------------------------ */
+#define NSITES 64
+typedef void *(*site_fn)(size_t);
+/* noipa + the empty asm: 64 real call sites, not folded into one and not tail calls. */
+#define SITE(i)                                                                                \
+  static __attribute__((noipa)) void *site##i(size_t n) {                                      \
+    void *p = malloc(n);                                                                       \
+    __asm__ volatile("" ::: "memory");                                                         \
+    return p;                                                                                  \
+  }
+#define SITE8(a) SITE(a##0) SITE(a##1) SITE(a##2) SITE(a##3) SITE(a##4) SITE(a##5) SITE(a##6) SITE(a##7)
+SITE8(0) SITE8(1) SITE8(2) SITE8(3) SITE8(4) SITE8(5) SITE8(6) SITE8(7)
+#define FN8(a) site##a##0, site##a##1, site##a##2, site##a##3, site##a##4, site##a##5, site##a##6, site##a##7
+static const site_fn sites[NSITES] = {FN8(0), FN8(1), FN8(2), FN8(3), FN8(4), FN8(5), FN8(6), FN8(7)};
+
+static double run_sites(void) {
+  void **live = map_array(NSITES * n_keep * sizeof *live);
+  uint64_t s = wl_seed;
+  for (unsigned long i = 0; i < NSITES * n_keep; i++) {
+    live[i] = sites[i / n_keep](wl_rand_range(&s, 16, 600));
+    if (!live[i]) wl_die("out of memory");
+    memset(live[i], 1, 16);
+  }
+  double t0 = wl_now_ns();
+  for (unsigned long i = 0; i < n_ops; i++) {
+    size_t k = wl_rand(&s) % (NSITES * n_keep);
+    free(live[k]);
+    live[k] = sites[k / n_keep](wl_rand_range(&s, 16, 600));
+    if (!live[k]) wl_die("out of memory at op %lu", i);
+    memset(live[k], (int)i, 16);
+  }
+  double ns = wl_now_ns() - t0;
+  for (unsigned long i = 0; i < NSITES * n_keep; i++) free(live[i]);
+  return ns;
+}
+
+/* ---- threads side by side, and churn across threads ------------------------------------- */
+static void **table; /* churn: shared, one atomic exchange per replacement */
+static pthread_barrier_t go;
+
+static void *side_by_side(void *arg) {
+  uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 7919;
+  void **own = map_array(n_keep * sizeof *own);
+  for (unsigned long i = 0; i < n_keep; i++) {
+    own[i] = malloc(wl_rand_range(&s, 16, 512));
+    if (!own[i]) wl_die("out of memory");
+  }
+  pthread_barrier_wait(&go);
+  for (unsigned long i = 0; i < n_ops; i++) {
+    size_t k = wl_rand(&s) % n_keep;
+    free(own[k]);
+    char *p = malloc(wl_rand_range(&s, 16, 512));
+    if (!p) wl_die("out of memory at op %lu", i);
+    memset(p, (int)i, 16);
+    own[k] = p;
+  }
+  for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
+  munmap(own, n_keep * sizeof *own);
+  return NULL;
+}
+
+static void *churn(void *arg) {
+  uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 104729;
+  pthread_barrier_wait(&go);
+  for (unsigned long i = 0; i < n_ops; i++) {
+    char *p = malloc(wl_rand_range(&s, 16, 1024));
+    if (!p) wl_die("out of memory at op %lu", i);
+    memset(p, (int)i, 16);
+    void *old = __atomic_exchange_n(&table[wl_rand(&s) % n_keep], p, __ATOMIC_ACQ_REL);
+    free(old);
+  }
+  return NULL;
+}
+
+static double run_two(void *(*fn)(void *)) {
+  if (fn == churn) {
+    table = map_array(n_keep * sizeof *table);
+    uint64_t s = wl_seed;
+    for (unsigned long i = 0; i < n_keep; i++) table[i] = malloc(wl_rand_range(&s, 16, 1024));
+  }
+  pthread_barrier_init(&go, NULL, 3);
+  pthread_t th[2];
+  for (long i = 0; i < 2; i++)
+    if (pthread_create(&th[i], NULL, fn, (void *)i)) wl_die("cannot start thread %ld", i);
+  pthread_barrier_wait(&go);
+  double t0 = wl_now_ns();
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  double ns = wl_now_ns() - t0;
+  if (fn == churn)
+    for (unsigned long i = 0; i < n_keep; i++) free(table[i]);
+  return ns;
+}
+
+/* ---- start-up ---------------------------------------------------------------------------- */
+/* --prog: argv words separated by ',', with '_' for a space inside a word (the harness splits
+ * a workload's flags on spaces): "sh,-c,seq_50|while_read_i;do_/bin/true;done". */
+static char **split(const char *cmd) {
+  static char buf[1024];
+  static char *argv[32];
+  snprintf(buf, sizeof buf, "%s", cmd);
+  for (char *c = buf; *c; c++)
+    if (*c == '_') *c = ' ';
+  int n = 0;
+  for (char *t = strtok(buf, ","); t && n < 31; t = strtok(NULL, ",")) argv[n++] = t;
+  argv[n] = NULL;
+  if (n == 0) wl_die("--prog is empty");
+  return argv;
+}
+
+static int run_child(char **argv, int out_fd) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) wl_die("cannot run %s: %s", argv[0], strerror(rc));
+  int st;
+  if (waitpid(pid, &st, 0) != pid) wl_die("waitpid %s failed", argv[0]);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static long status_field(const char *text, const char *key) {
+  const char *p = strstr(text, key);
+  return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+static double run_startup(void) {
+  char **argv = split(prog);
+  double t0 = wl_now_ns();
+  for (unsigned long i = 0; i < n_ops; i++) {
+    int rc = run_child(argv, -1);
+    if (rc != 0) wl_die("%s exited with status %d (run %lu)", prog, rc, i);
+  }
+  double ns = wl_now_ns() - t0;
+  /* The memory a run costs, hugetlb pages included (RSS leaves them out). */
+  if (strstr(argv[0], "python3")) {
+    char *pargv[] = {argv[0], "-c", "print(open('/proc/self/status').read())", NULL};
+    char tmpl[] = "/tmp/wl_costs_XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0) wl_die("mkstemp: %s", strerror(errno));
+    unlink(tmpl);
+    if (run_child(pargv, fd) != 0) wl_die("python3 reading its status failed");
+    char text[8192] = {0};
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    if (n <= 0) wl_die("python3 printed no status");
+    wl_peak_rss_override_kb = status_field(text, "VmHWM:");
+    wl_hugetlb_override_kb = status_field(text, "HugetlbPages:");
+  } else {
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    wl_peak_rss_override_kb = ru.ru_maxrss;
+  }
+  return ns;
+}
+
+int main(int argc, char **argv) {
+  const wl_flag_t flags[] = {
+    {"mode", "sites, threads, churn or startup", 's', &mode},
+    {"ops", "operations (per thread for threads/churn; runs for startup)", 'u', &n_ops},
+    {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
+    {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
+    {"prog", "startup: the command, argv words split on ',' ('_' = a space)", 's', &prog},
+    {NULL, NULL, 0, NULL}};
+  wl_parse_flags("wl_costs", argc, argv, flags);
+  if (n_ops < 1 || n_keep < 1) wl_die("--ops and --keep must be at least 1");
+  double ns;
+  const char *name, *op;
+  if (!strcmp(mode, "sites")) ns = run_sites(), name = "sites", op = "free+malloc";
+  else if (!strcmp(mode, "threads")) ns = run_two(side_by_side), name = "threads", op = "free+malloc";
+  else if (!strcmp(mode, "churn")) ns = run_two(churn), name = "churn-mt", op = "free+malloc";
+  else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
+  else wl_die("--mode must be sites, threads, churn or startup, got '%s'", mode);
+  if (label) name = label;
+  wl_smaps_copy();
+  char extra[200];
+  snprintf(extra, sizeof extra, "ns_per_op=%.2f op=%s ops=%lu keep=%lu", ns / (double)n_ops, op, n_ops, n_keep);
+  wl_result(name, extra, NULL);
+  return 0;
+}

@@ -364,31 +364,36 @@ Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
   for (int i = 0; i < RING; i++) tp_free(ring[i]);
 }
 
-/* Young groups (README, Placement): a site group's first slabs share one huge page with other
- * young groups; once the group holds exclusive_kb of slabs it gets huge pages of its own, and
- * the others stay young. Fake return addresses stand for the sites (_tp_malloc_site). */
+/* Young groups (README, Placement): once a site has a group of its own, the group's first
+ * slabs share one huge page with other such young groups; once the group holds exclusive_kb
+ * of slabs it gets huge pages of its own, and the others stay young. Fake return addresses
+ * stand for the sites (_tp_malloc_site); each site allocates until it has grown out of the
+ * shared group. */
 static unsigned slab_group(void *p) { return group_of_block(p); }
 
 Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own) {
   _tp_opt.exclusive_bytes = (size_t)192 << 10; /* not the default: the option sets the point */
-  enum { SITES = 4, MAXN = 20000 };
-  static void *mine[MAXN];
+  enum { SITES = 4, MAXN = 40000, GROW = 20000 };
+  static void *mine[MAXN], *grow[SITES][GROW];
+  static int ngrow[SITES];
   uintptr_t site[SITES];
   unsigned gid[SITES];
   void *first[SITES];
   for (int i = 0; i < SITES; i++) {
     site[i] = 0x500000 + (uintptr_t)i * 64;
-    first[i] = _tp_malloc_site(48, site[i]);
+    do {
+      cr_assert_lt(ngrow[i], GROW, "site %d still on the shared group after %d blocks", i, GROW);
+      first[i] = grow[i][ngrow[i]++] = _tp_malloc_site(48, site[i]);
+    } while (slab_group(first[i]) == TP_SHARED_GROUP);
     gid[i] = slab_group(first[i]);
-    cr_assert_neq(gid[i], TP_SHARED_GROUP, "site %d got no group of its own", i);
     for (int j = 0; j < i; j++) cr_assert_neq(gid[i], gid[j], "sites %d and %d share group %u", i, j, gid[i]);
   }
-  /* One small object each: four young groups, their slabs together on one shared huge page. */
+  /* Four young groups: their first slabs together on one huge page of the shared group. */
   tp_hpage_t *shared = _tp_hpage_of(first[0]);
   cr_assert_eq(shared->owner, TP_SHARED_GROUP, "the first huge page belongs to group %u", shared->owner);
   for (int i = 0; i < SITES; i++) {
     cr_assert_eq(_tp_hpage_of(first[i]), shared, "site %d's first slab is on another huge page", i);
-    cr_assert_not(_tp_groups[gid[i]]->exclusive);
+    cr_assert_not(_tp_groups[gid[i]]->exclusive, "site %d's group is exclusive from the start", i);
   }
   /* Site 0 grows: its slabs stay on the shared page while it holds less than exclusive_kb. */
   tp_group_t *g0 = _tp_groups[gid[0]];
@@ -423,5 +428,6 @@ Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own)
   cr_assert_not(_tp_groups[gid[1]]->exclusive);
   for (int i = 0; i < M; i++) tp_free(other[i]);
   for (int i = 0; i < n; i++) tp_free(mine[i]);
-  for (int i = 0; i < SITES; i++) tp_free(first[i]);
+  for (int i = 0; i < SITES; i++)
+    for (int k = 0; k < ngrow[i]; k++) tp_free(grow[i][k]);
 }

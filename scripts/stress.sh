@@ -46,8 +46,8 @@ run thread_churn_groups   bash $it/run_prog.sh conf=stats:1,group:thread min=268
 [ -x "$TP_BUILD_DIR/it_group_stress" ] &&
 run groups_direct         "$TP_BUILD_DIR/it_group_stress" 8 $((ops / 4)) 8
 run fork_busy_threads     bash $it/run_prog.sh min=64000 plain it_fork_threads 1000 4
-run fork_empty_pool       bash $it/run_prog.sh min=25165824 plain it_fork_threads 200 4 0
-run fork_writers          bash $it/run_prog.sh conf=stats:1,retain_mb:0 min=2101248 plain it_fork_writers 3000 2 4
+run fork_empty_pool       bash $it/run_prog.sh conf=stats:1,start_kb:0 min=25165824 plain it_fork_threads 200 4 0
+run fork_writers          bash $it/run_prog.sh conf=stats:1,retain_mb:0,start_kb:0 min=2101248 plain it_fork_writers 3000 2 4
 run signals               bash $it/run_prog.sh min=$((8 * ops / 4 * 16)) plain it_signals 8 $((ops / 2))
 run exit_handlers         bash $it/run_prog.sh min=$((256 * 20 * 3 << 20)) exit it_exit_alloc 256
 run aslimit_256m          bash $it/run_prog.sh min=67108864 aslimit it_aslimit 256

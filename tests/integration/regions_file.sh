@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # TLBPACK_CONF=regions:PATH writes the heap's ranges with their page sizes at exit, in the
 # format `tlbsim --regions` reads (README, "Regions file"), and tlbsim then counts the program's
-# heap accesses on those page sizes. Run with pool:auto (2 MiB pages when the pool or THP can
-# give them) and pool:4k (4 KiB pages). The program prints a trace of reads of its blocks.
+# heap accesses on those page sizes. Run with pool:auto,start_kb:0 (2 MiB pages from the first
+# byte when the pool or THP can give them) and pool:4k (4 KiB pages). The program prints a trace
+# of reads of its blocks.
 . "$(dirname "$0")/lib.sh"
 tp_need_lib
 tp_need_prog it_regions_probe
@@ -15,7 +16,7 @@ json() { awk -v k="\"$1\":" '$1 == k { gsub(",", "", $2); print $2 }' "$2"; }
 
 for pool in auto 4k; do
   r=$TP_TMP/$pool.regions t=$TP_TMP/$pool.trace j=$TP_TMP/$pool.json
-  TLBPACK_CONF=$TP_CONF,pool:$pool,regions:$r tp_pre "$TP_BUILD_DIR/it_regions_probe" >"$t" 2>"$TP_TMP/$pool.err" \
+  TLBPACK_CONF=$TP_CONF,pool:$pool,start_kb:0,regions:$r tp_pre "$TP_BUILD_DIR/it_regions_probe" >"$t" 2>"$TP_TMP/$pool.err" \
     || { cat "$TP_TMP/$pool.err" >&2; tp_fail "pool:$pool: it_regions_probe failed"; }
   [ -s "$r" ] || tp_fail "pool:$pool: no regions file at $r"
   head -1 "$r" | grep -q '^# tlbpack regions v1' || tp_fail "pool:$pool: the regions file does not start with '# tlbpack regions v1': $(head -1 "$r")"

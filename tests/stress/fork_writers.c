@@ -3,7 +3,8 @@
  * lose a write made meanwhile. Writer threads allocate 2 MiB + 4 KiB blocks (their own huge
  * pages), increment counters spread over them and keep the same counts off the heap; every
  * block is compared before it is freed. The main thread forks FORKS times (children exit at
- * once). Run with TLBPACK_CONF=retain_mb:0 so that new blocks take new pages from the pool.
+ * once). Run with TLBPACK_CONF=retain_mb:0,start_kb:0 so that new blocks take new pages from
+ * the pool (start_kb:0: huge pages from the first byte, however small the heap).
  * The run proves something only if, besides no write being lost: blocks were written, some
  * block was being written while a fork happened, and the heap had hugetlbfs pages (this
  * process's HugetlbPages beyond what it holds itself) when some fork started; the main thread

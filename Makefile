@@ -19,10 +19,13 @@ build: setup $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Reserves a small hugetlbfs pool when root (tests force pool:4k/thp themselves to cover the fallback).
+# Ends with one line saying how many tests were skipped and why; the status is ctest's.
 test: build
 	@bash scripts/pool.sh reserve $(POOL_PAGES)
 	@cd $(BUILD) && ctest -N -L open_bug | sed -n 's/^ *Test *#[0-9]*: /make test: not run (open bug, see README "Known open bugs"): /p'
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE open_bug $(CTEST_ARGS)
+	@cd $(BUILD) && rm -f ctest-status && { ctest --output-on-failure -j $(JOBS) -LE open_bug $(CTEST_ARGS); \
+	  echo $$? > ctest-status; } | tee ctest-output.log; rc=$$(cat ctest-status 2>/dev/null || echo 1); \
+	  bash $(CURDIR)/scripts/test_summary.sh ctest-output.log Testing/Temporary/LastTest.log; exit $$rc
 
 # The transcript starts with the benchmark: the build's output goes to a log, shown on failure.
 demo: setup $(BUILD)/CMakeCache.txt

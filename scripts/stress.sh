@@ -36,22 +36,23 @@ run() {  # run NAME CMD...
   [ -n "$summary" ] && echo "$summary" | sed 's/^/    /'
 }
 
-run stress_threads        bash $it/run_prog.sh stats it_stress_threads 8 "$ops" "$seed"
+# min=BYTES: what each program must allocate at the least (see tests/integration/CMakeLists.txt).
+run stress_threads        bash $it/run_prog.sh min=4194304 stats it_stress_threads 8 "$ops" "$seed"
 [ -x "$TP_BUILD_DIR/it_stress_direct" ] &&
 run stress_threads_direct "$TP_BUILD_DIR/it_stress_direct" 8 $((ops / 2)) "$seed"
-run edge_sizes            bash $it/run_prog.sh plain it_edge_sizes 20
-run thread_churn          bash $it/run_prog.sh stats it_thread_churn 400 32
-run thread_churn_groups   bash $it/run_prog.sh conf=stats:1,group:thread stats it_thread_churn 300 32
+run edge_sizes            bash $it/run_prog.sh min=10485760 plain it_edge_sizes 20
+run thread_churn          bash $it/run_prog.sh min=268435456 stats it_thread_churn 400 32
+run thread_churn_groups   bash $it/run_prog.sh conf=stats:1,group:thread min=268435456 stats it_thread_churn 300 32
 [ -x "$TP_BUILD_DIR/it_group_stress" ] &&
 run groups_direct         "$TP_BUILD_DIR/it_group_stress" 8 $((ops / 4)) 8
-run fork_busy_threads     bash $it/run_prog.sh plain it_fork_threads 1000 4
-run fork_empty_pool       bash $it/run_prog.sh plain it_fork_threads 200 4 0
-run fork_writers          bash $it/run_prog.sh conf=stats:1,retain_mb:0 plain it_fork_writers 3000 2 4
-run signals               bash $it/run_prog.sh plain it_signals 8 $((ops / 2))
-run exit_handlers         bash $it/run_prog.sh exit it_exit_alloc 256
-run aslimit_256m          bash $it/run_prog.sh aslimit it_aslimit 256
-run aslimit_2g            bash $it/run_prog.sh aslimit it_aslimit 2048
-run hugepool              bash $it/run_prog.sh pool it_hugepool 48 4
+run fork_busy_threads     bash $it/run_prog.sh min=64000 plain it_fork_threads 1000 4
+run fork_empty_pool       bash $it/run_prog.sh conf=stats:1,start_kb:0 min=25165824 plain it_fork_threads 200 4 0
+run fork_writers          bash $it/run_prog.sh conf=stats:1,retain_mb:0,start_kb:0 min=2101248 plain it_fork_writers 3000 2 4
+run signals               bash $it/run_prog.sh min=$((8 * ops / 4 * 16)) plain it_signals 8 $((ops / 2))
+run exit_handlers         bash $it/run_prog.sh min=$((256 * 20 * 3 << 20)) exit it_exit_alloc 256
+run aslimit_256m          bash $it/run_prog.sh min=67108864 aslimit it_aslimit 256
+run aslimit_2g            bash $it/run_prog.sh min=67108864 aslimit it_aslimit 2048
+run hugepool              bash $it/run_prog.sh min=$((2 * 48 * 2 << 20)) pool it_hugepool 48 4
 run bad_frees             bash $it/bad_free.sh
 [ -x "$TP_BUILD_DIR/it_bad_free_criterion" ] &&
 run bad_frees_criterion   "$TP_BUILD_DIR/it_bad_free_criterion" --jobs 1
@@ -69,7 +70,7 @@ run redis                 bash $it/redis.sh
 # The same allocator under its other settings: threads, real programs, groups by thread.
 for extra in pool:4k pool:thp group:thread group:none retain_mb:0; do
   tag=${extra//:/_}
-  run "stress_threads.$tag" env TP_CONF_EXTRA=$extra bash $it/run_prog.sh stats it_stress_threads 8 $((ops / 4)) "$seed"
+  run "stress_threads.$tag" env TP_CONF_EXTRA=$extra bash $it/run_prog.sh min=4194304 stats it_stress_threads 8 $((ops / 4)) "$seed"
   run "python_script.$tag"  env TP_CONF_EXTRA=$extra TP_STRESS=0 bash $it/real_python.sh
   run "sqlite3.$tag"        env TP_CONF_EXTRA=$extra TP_STRESS=0 bash $it/real_sqlite.sh
   run "cpython_quick.$tag"  env TP_CONF_EXTRA=$extra TP_STRESS=0 bash $it/cpython_suite.sh

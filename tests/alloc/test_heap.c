@@ -60,13 +60,34 @@ Test(heap, memory_goes_back_beyond_the_retain_limit_after_frees) {
   cr_assert_gt(b.pages_returned, a.pages_returned);
 }
 
+enum { KEPT = 1000 };
+static void *kept200[KEPT];
+
 static void *thread_alloc(void *arg) {
   void **out = arg;
   for (int i = 0; i < 5000; i++) out[i] = tp_malloc(64);
+  for (int i = 0; i < KEPT; i++) kept200[i] = tp_malloc(200); /* live: their slabs stay */
   void *junk[3000];
   for (int i = 0; i < 3000; i++) junk[i] = tp_malloc(200);
   for (int i = 0; i < 3000; i++) tp_free(junk[i]); /* these sit in the thread's cache at exit */
   return NULL;
+}
+
+/* Every slab of one size class, wherever it is: on a partial list, or full (a slab whose free
+ * blocks all sit in some thread's cache is on no list at all). */
+typedef struct { unsigned cls; size_t slabs, objects, avail, live; } class_count_t;
+
+static void count_class(tp_hpage_t *h, void *arg) {
+  class_count_t *c = arg;
+  if (h->state != TP_HP_ACTIVE) return;
+  for (unsigned i = 0; i < TP_SLOTS; i++) {
+    tp_slab_t *s = h->slot_slab[i];
+    if (s == NULL || s->first_slot != i || s->kind != TP_SLAB_SMALL || s->cls != c->cls) continue;
+    c->slabs++;
+    c->objects += s->nobj;
+    c->avail += s->navail;
+    for (uint32_t k = 0; k < s->nobj; k++) c->live += s->live[k] != 0;
+  }
 }
 
 Test(tcache, objects_cached_by_an_exited_thread_go_back_to_their_slabs) {
@@ -78,22 +99,19 @@ Test(tcache, objects_cached_by_an_exited_thread_go_back_to_their_slabs) {
   pthread_join(t, NULL);
   for (int i = 0; i < 5000; i++) tp_free(blocks[i]); /* cross-thread frees */
   tp_stats_get(&after);
-  cr_assert_eq(after.live_objects, before.live_objects);
-  cr_assert_eq(after.live_bytes, before.live_bytes);
-  /* The exited thread's cache was flushed: its 200-byte class holds no stray objects. */
-  tp_group_t *g = _tp_groups[TP_SHARED_GROUP];
-  (void)g;
-  size_t avail = 0, total = 0;
-  for (unsigned gi = 0; gi < TP_MAX_GROUPS; gi++) {
-    tp_group_t *grp = _tp_groups[gi];
-    if (grp == NULL) continue;
-    tp_bin_t *b = &grp->bins[_tp_class_of(200)];
-    for (tp_slab_t *s = b->partial; s; s = s->next) {
-      avail += s->navail;
-      total += s->nobj;
-    }
-  }
-  cr_assert_eq(avail, total, "%zu of %zu objects of the exited thread's class are missing", total - avail, total);
+  cr_assert_eq(after.live_objects, before.live_objects + KEPT);
+  cr_assert_eq(after.live_bytes, before.live_bytes + KEPT * _tp_classes[_tp_class_of(200)].size);
+  /* The exited thread's cache was flushed: every object of its 200-byte class is either live
+   * (the KEPT blocks) or available in its slab, none stranded in a dead thread's cache. */
+  class_count_t c = {.cls = _tp_class_of(200)};
+  _tp_lock(&_tp_heap_lock);
+  _tp_heap_foreach(count_class, &c);
+  _tp_unlock(&_tp_heap_lock);
+  cr_assert_gt(c.slabs, 0, "no slab of the 200-byte class found");
+  cr_assert_eq(c.live, KEPT, "%zu live objects in the class's slabs, %d kept", c.live, KEPT);
+  cr_assert_eq(c.avail + c.live, c.objects, "%zu of %zu objects of the exited thread's class are neither live nor in their slabs",
+               c.objects - c.avail - c.live, c.objects);
+  for (int i = 0; i < KEPT; i++) tp_free(kept200[i]);
 }
 
 static void *free_others(void *arg) {
@@ -238,4 +256,40 @@ Test(tcache, a_recycled_thread_record_follows_its_new_threads_group) {
   cr_assert_neq(out[0], TP_SHARED_GROUP, "the third thread got no thread group");
   cr_assert_eq(out[1], 0, "%u blocks of another group kept in the new thread's cache", out[1]);
   cr_assert_gt(out[2], 0, "the new thread does not cache its own group's blocks");
+}
+
+/* Retained empty huge pages decay on the allocation clock (README, Returning memory): a page
+ * kept empty while the program made 4096 cache refills goes back at the next heap event. The
+ * clock is moved here directly; that a refill moves it is checked first. */
+Test(heap, retained_empty_pages_go_back_after_4096_refills_unused) {
+  uint64_t t = atomic_load(&_tp_refill_clock);
+  tp_free(tp_malloc(100)); /* the first block of its class: the cache refills */
+  cr_assert_eq(atomic_load(&_tp_refill_clock), t + 1, "a cache refill did not move the clock");
+
+  enum { PAGES = 6 };
+  cr_assert_geq(_tp_opt.retain_bytes, PAGES * TP_HPAGE, "the default retain_mb keeps %d pages", PAGES);
+  void *big[PAGES];
+  tp_stats_t base, kept, young, old;
+  tp_stats_get(&base);
+  for (int i = 0; i < PAGES; i++) memset(big[i] = tp_malloc(TP_HPAGE), 1, 4096); /* one huge page each */
+  for (int i = 0; i < PAGES; i++) tp_free(big[i]);
+  tp_stats_get(&kept);
+  cr_assert_eq(kept.pages_returned, base.pages_returned, "pages went back within retain_mb");
+  cr_assert_geq(kept.mapped_bytes, base.mapped_bytes + PAGES * TP_HPAGE, "the empty pages are not kept");
+
+  /* 4000 refills later a heap event (a page emptied) finds them young: all stay. */
+  atomic_fetch_add(&_tp_refill_clock, 4000);
+  tp_free(tp_malloc(TP_HPAGE));
+  tp_stats_get(&young);
+  cr_assert_eq(young.pages_returned, base.pages_returned, "retained pages went back before 4096 refills");
+
+  /* 4200 refills after they emptied, the next event gives back the ones still unused: all but
+   * the page the last block took and gave back (its clock restarted). */
+  atomic_fetch_add(&_tp_refill_clock, 200);
+  tp_free(tp_malloc(TP_HPAGE));
+  tp_stats_get(&old);
+  cr_assert_eq(old.pages_returned - young.pages_returned, PAGES - 1, "%zu of the %d pages left unused went back",
+               old.pages_returned - young.pages_returned, PAGES - 1);
+  cr_assert_eq(young.mapped_bytes - old.mapped_bytes, (PAGES - 1) * TP_HPAGE, "mapped %zu -> %zu bytes",
+               young.mapped_bytes, old.mapped_bytes);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect_abort.h"
 #include "internal.h"
 #include "tlbpack.h"
 
@@ -154,17 +155,35 @@ Test(group, large_and_small_objects_of_a_group_do_not_spread_it) {
 }
 
 Test(group, destroy_frees_every_object_and_returns_the_pages) {
-  tp_stats_t before, after;
+  _tp_opt.retain_bytes = 0; /* no empty page is kept: every page given back shows in the stats */
+  enum { SMALL = 20000, BIG = 4 };
+  static void *obj[SMALL + BIG];
+  tp_stats_t before, full, after;
   tp_group_t *g = tp_group_create("arena");
   tp_stats_get(&before);
-  for (int i = 0; i < 20000; i++) cr_assert_not_null(tp_group_malloc(g, 100 + i % 300));
-  for (int i = 0; i < 4; i++) cr_assert_not_null(tp_group_malloc(g, (size_t)3 << 20));
+  for (int i = 0; i < SMALL; i++) cr_assert_not_null(obj[i] = tp_group_malloc(g, 100 + i % 300));
+  for (int i = 0; i < BIG; i++) cr_assert_not_null(obj[SMALL + i] = tp_group_malloc(g, (size_t)3 << 20));
   tp_group_stats_t st;
   tp_group_stats(g, &st);
-  cr_assert_eq(st.objects, 20004);
+  cr_assert_eq(st.objects, SMALL + BIG);
+  cr_assert_geq(st.huge_pages, 2 * BIG, "the group holds %zu huge pages", st.huge_pages);
+  tp_stats_get(&full);
+  cr_assert_eq(full.live_objects, before.live_objects + SMALL + BIG);
   tp_group_destroy(g);
   tp_stats_get(&after);
-  /* The pages are back (retained empty or returned); a new group starts from nothing. */
+  /* Every object is freed: none is live any more, and the counts are back where they were. */
+  for (int i = 0; i < SMALL + BIG; i++) cr_assert_not(tp_owns(obj[i]), "object %d (%p) still live after destroy", i, obj[i]);
+  cr_assert_eq(after.live_objects, before.live_objects, "live objects: %zu before the group, %zu after destroy",
+               before.live_objects, after.live_objects);
+  cr_assert_eq(after.live_bytes, before.live_bytes, "live bytes: %zu before the group, %zu after destroy",
+               before.live_bytes, after.live_bytes);
+  /* Its huge pages are given back: every one it held, and the mapping is what it was before. */
+  cr_assert_geq(after.pages_returned - full.pages_returned, st.huge_pages,
+                "%zu of the group's %zu huge pages given back", after.pages_returned - full.pages_returned,
+                st.huge_pages);
+  cr_assert_leq(after.mapped_bytes, before.mapped_bytes, "mapped %zu bytes after destroy, %zu before the group",
+                after.mapped_bytes, before.mapped_bytes);
+  /* A new group starts from nothing. */
   tp_group_t *g2 = tp_group_create("again");
   tp_group_stats(g2, &st);
   cr_assert_eq(st.objects, 0);
@@ -173,8 +192,6 @@ Test(group, destroy_frees_every_object_and_returns_the_pages) {
   cr_assert_not_null(p);
   tp_free(p);
   tp_group_destroy(g2);
-  (void)before;
-  (void)after;
 }
 
 Test(group, calloc_zeroes_and_realloc_keeps_contents_in_the_group) {
@@ -196,10 +213,13 @@ Test(group, calloc_zeroes_and_realloc_keeps_contents_in_the_group) {
   tp_group_destroy(g);
 }
 
-Test(group, a_pointer_that_is_not_a_group_aborts, .signal = SIGABRT) {
+static void call_free(void *p) { tp_free(p); }
+static void malloc_from_group(void *g) { tp_free(tp_group_malloc(g, 10)); }
+
+Test(group, a_pointer_that_is_not_a_group_aborts) {
   static char fake[4096];
-  void *p = tp_group_malloc((tp_group_t *)fake, 10);
-  (void)p;
+  expect_abort(malloc_from_group, fake, "tlbpack: tp_group_malloc: %p is not a live group from tp_group_create",
+               (void *)fake);
 }
 
 Test(group, null_group_means_the_default_placement) {
@@ -290,19 +310,19 @@ Test(arena, calloc_zeroes_and_big_blocks_take_the_normal_path) {
   tp_group_destroy(g); /* frees both */
 }
 
-Test(arena, double_free_aborts, .signal = SIGABRT) {
+Test(arena, double_free_aborts) {
   tp_group_t *g = tp_group_create_arena("d");
   void *p = tp_group_malloc(g, 50);
   void *q = tp_group_malloc(g, 50);
   (void)q;
   tp_free(p);
-  tp_free(p);
+  expect_abort(call_free, p, "tlbpack: double free of %p", p);
 }
 
-Test(arena, interior_pointer_aborts, .signal = SIGABRT) {
+Test(arena, interior_pointer_aborts) {
   tp_group_t *g = tp_group_create_arena("i");
   char *p = tp_group_malloc(g, 50);
-  tp_free(p + 8);
+  expect_abort(call_free, p + 8, "tlbpack: invalid free of %p", (void *)(p + 8));
 }
 
 static unsigned long long lcg(unsigned long long *s) { return *s = *s * 6364136223846793005ull + 1442695040888963407ull; }
@@ -342,4 +362,72 @@ Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
   cr_assert_eq(atomic_load(&_tp_groups[ga]->alias), 0, "the hot site joined another group");
   cr_assert_eq(atomic_load(&_tp_groups[gb]->alias), 0, "the temporaries' site joined another group");
   for (int i = 0; i < RING; i++) tp_free(ring[i]);
+}
+
+/* Young groups (README, Placement): once a site has a group of its own, the group's first
+ * slabs share one huge page with other such young groups; once the group holds exclusive_kb
+ * of slabs it gets huge pages of its own, and the others stay young. Fake return addresses
+ * stand for the sites (_tp_malloc_site); each site allocates until it has grown out of the
+ * shared group. */
+static unsigned slab_group(void *p) { return group_of_block(p); }
+
+Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own) {
+  _tp_opt.exclusive_bytes = (size_t)192 << 10; /* not the default: the option sets the point */
+  enum { SITES = 4, MAXN = 40000, GROW = 20000 };
+  static void *mine[MAXN], *grow[SITES][GROW];
+  static int ngrow[SITES];
+  uintptr_t site[SITES];
+  unsigned gid[SITES];
+  void *first[SITES];
+  for (int i = 0; i < SITES; i++) {
+    site[i] = 0x500000 + (uintptr_t)i * 64;
+    do {
+      cr_assert_lt(ngrow[i], GROW, "site %d still on the shared group after %d blocks", i, GROW);
+      first[i] = grow[i][ngrow[i]++] = _tp_malloc_site(48, site[i]);
+    } while (slab_group(first[i]) == TP_SHARED_GROUP);
+    gid[i] = slab_group(first[i]);
+    for (int j = 0; j < i; j++) cr_assert_neq(gid[i], gid[j], "sites %d and %d share group %u", i, j, gid[i]);
+  }
+  /* Four young groups: their first slabs together on one huge page of the shared group. */
+  tp_hpage_t *shared = _tp_hpage_of(first[0]);
+  cr_assert_eq(shared->owner, TP_SHARED_GROUP, "the first huge page belongs to group %u", shared->owner);
+  for (int i = 0; i < SITES; i++) {
+    cr_assert_eq(_tp_hpage_of(first[i]), shared, "site %d's first slab is on another huge page", i);
+    cr_assert_not(_tp_groups[gid[i]]->exclusive, "site %d's group is exclusive from the start", i);
+  }
+  /* Site 0 grows: its slabs stay on the shared page while it holds less than exclusive_kb. */
+  tp_group_t *g0 = _tp_groups[gid[0]];
+  int n = 0;
+  while (!g0->exclusive) {
+    cr_assert_lt(n, MAXN, "site 0 holds %zu bytes of slabs and is still not exclusive", (size_t)g0->slab_bytes);
+    mine[n] = _tp_malloc_site(48, site[0]);
+    cr_assert_eq(_tp_hpage_of(mine[n]), shared, "a young group's slab left the shared page (%zu bytes of slabs)",
+                 (size_t)g0->slab_bytes);
+    n++;
+  }
+  cr_assert_geq(g0->slab_bytes, _tp_opt.exclusive_bytes, "exclusive at %zu bytes of slabs, before exclusive_kb",
+                (size_t)g0->slab_bytes);
+  /* Its next slab is on a huge page of its own, which holds nothing of any other group. */
+  tp_hpage_t *own = NULL;
+  while (own == NULL) {
+    cr_assert_lt(n, MAXN, "no slab of site 0 left the shared page after it became exclusive");
+    mine[n] = _tp_malloc_site(48, site[0]);
+    if (_tp_hpage_of(mine[n]) != shared) own = _tp_hpage_of(mine[n]);
+    n++;
+  }
+  cr_assert_eq(own->owner, gid[0], "site 0's new huge page is owned by group %u, not its own %u", own->owner, gid[0]);
+  for (unsigned s = 0; s < TP_SLOTS; s++)
+    if (own->slot_slab[s]) cr_assert_eq(own->slot_slab[s]->group, gid[0], "slot %u of its page holds group %u", s, own->slot_slab[s]->group);
+  /* The other groups are still young: a new slab of site 1 goes to the shared page. */
+  enum { M = 1500 }; /* two slabs at most: less than exclusive_kb */
+  static void *other[M];
+  for (int i = 0; i < M; i++) {
+    other[i] = _tp_malloc_site(48, site[1]);
+    cr_assert_eq(_tp_hpage_of(other[i]), shared, "young site 1's slab is not on the shared page");
+  }
+  cr_assert_not(_tp_groups[gid[1]]->exclusive);
+  for (int i = 0; i < M; i++) tp_free(other[i]);
+  for (int i = 0; i < n; i++) tp_free(mine[i]);
+  for (int i = 0; i < SITES; i++)
+    for (int k = 0; k < ngrow[i]; k++) tp_free(grow[i][k]);
 }

@@ -14,7 +14,19 @@ import tempfile
 
 lib, probe, n_random = sys.argv[1], sys.argv[2], int(sys.argv[3])
 seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
-is_tlbpack = "tlbpack" in os.path.basename(lib)
+
+
+def exports_tp_malloc(path):
+    """What the library is, not what it is called: tlbpack exports tp_malloc."""
+    p = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("conf_fuzz: nm -D %s failed: %s" % (path, p.stderr.strip()))
+    return any(l.split()[-1:] == ["tp_malloc"] for l in p.stdout.splitlines())
+
+
+is_tlbpack = exports_tp_malloc(lib)
+if "tlbpack" in os.path.basename(lib) and not is_tlbpack:
+    sys.exit("conf_fuzz: FAIL: %s is named like tlbpack but does not export tp_malloc" % lib)
 tmp = tempfile.mkdtemp(prefix="tlbpack-conf.")
 failures = []
 

@@ -86,12 +86,15 @@ has "$T/out" '"distinct_pages_4k": 512,'
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" || fail "--json output is not valid JSON"
 
 # The three formats give the same counts for the same accesses; stdin works; auto detects.
-"$GEN" -n 5000 -p 300 --pattern mix --format bin -o "$T/m.bin"
-"$GEN" -n 5000 -p 300 --pattern mix --format text -o "$T/m.txt"
-"$GEN" -n 5000 -p 300 --pattern mix --format lackey -o "$T/m.lackey"
-"$SIM" --json "$T/m.bin" | grep -v '"trace"' >"$T/a.json"
-"$SIM" --json - <"$T/m.txt" | grep -v '"trace"' >"$T/b.json"
-"$SIM" --json --format lackey <"$T/m.lackey" | grep -v '"trace"' >"$T/c.json"
+# Every generator and simulator run must succeed and count all 5000 accesses: three failed
+# runs would otherwise compare equal as three empty files.
+for f in bin:bin text:txt lackey:lackey; do
+  "$GEN" -n 5000 -p 300 --pattern mix --format ${f%:*} -o "$T/m.${f#*:}" || fail "tlbsim-gen --format ${f%:*} exited $?"
+done
+expect_rc 0 "$SIM" --json "$T/m.bin"; grep -v '"trace"' "$T/out" >"$T/a.json"
+expect_rc 0 sh -c '"$1" --json - <"$2"' sh "$SIM" "$T/m.txt"; grep -v '"trace"' "$T/out" >"$T/b.json"
+expect_rc 0 sh -c '"$1" --json --format lackey <"$2"' sh "$SIM" "$T/m.lackey"; grep -v '"trace"' "$T/out" >"$T/c.json"
+for j in a b c; do has "$T/$j.json" '"accesses": 5000,'; done
 cmp -s "$T/a.json" "$T/b.json" || fail "bin and text traces disagree: $(diff "$T/a.json" "$T/b.json" | head)"
 cmp -s "$T/a.json" "$T/c.json" || fail "bin and lackey traces disagree: $(diff "$T/a.json" "$T/c.json" | head)"
 
@@ -133,9 +136,10 @@ import resource, subprocess, sys
 sim, gen = sys.argv[1], sys.argv[2]
 def peak_kb(n):
     g = subprocess.Popen([gen, "-n", str(n), "-p", "2048", "--pattern", "random"], stdout=subprocess.PIPE)
-    s = subprocess.run([sim, "-"], stdin=g.stdout, stdout=subprocess.DEVNULL)
-    g.wait()
-    assert s.returncode == 0
+    s = subprocess.run([sim, "--json", "-"], stdin=g.stdout, capture_output=True, text=True)
+    assert g.wait() == 0, f"tlbsim-gen -n {n} exited {g.returncode}"
+    assert s.returncode == 0, f"tlbsim exited {s.returncode}: {s.stderr}"
+    assert f'"accesses": {n},' in s.stdout, f"tlbsim did not count {n} accesses"
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # max over children so far
 small = peak_kb(100000)
 big = peak_kb(2000000)

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 extern void *__dso_handle;
@@ -94,15 +95,27 @@ int main(int argc, char **argv) {
     if (i % 2 == 0) pthread_join(t, NULL);
     pthread_attr_destroy(&at);
   }
-  for (int spin = 0; spin < 5000 && (atomic_load(&tls_dtor_runs) < threads || atomic_load(&key_dtor_runs) < threads * 4); spin++)
-    usleep(1000);  /* detached threads finish on their own time */
+  /* Detached threads finish on their own time: up to WAIT_S seconds, well inside the 120 s
+   * ctest allows, for a busy machine. */
+  enum { WAIT_S = 60 };
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  now = t0;
+  while ((atomic_load(&tls_dtor_runs) < threads || atomic_load(&key_dtor_runs) < threads * 4) &&
+         now.tv_sec - t0.tv_sec < WAIT_S) {
+    usleep(1000);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  }
   int k = atomic_load(&key_dtor_runs), t = atomic_load(&tls_dtor_runs);
-  char line[128];
+  char line[256];
   snprintf(line, sizeof line, "stage: threads %d, key destructor runs %d, thread_local destructor runs %d\n",
            threads, k, t);
   say(line);
   if (t != threads || k != threads * 4) {
-    say("exit_alloc: FAIL: destructors did not all run\n");
+    snprintf(line, sizeof line,
+             "exit_alloc: FAIL: after %d s the threads' destructors had not all run: key destructor %d of %d runs, "
+             "thread_local destructor %d of %d\n", WAIT_S, k, threads * 4, t, threads);
+    say(line);
     return 1;
   }
   /* The main thread's own thread_local destructors run at exit(), too. */

@@ -1,7 +1,8 @@
 /* Allocating threads interrupted by signals: THREADS threads each run OPS malloc/realloc/free
  * operations while a signaller thread sends them SIGUSR1 (handler: async-signal-safe, no
  * malloc) and SIGUSR2 (handler: none installed, ignored) as fast as it can. If the allocator's
- * own locks misbehave under interruption the run hangs: a watchdog (alarm) then fails it.
+ * own locks misbehave under interruption the run hangs: a watchdog (alarm, WATCHDOG_S seconds,
+ * below the 300 s ctest allows) then fails it and says how far each worker got.
  *
  * usage: signals [THREADS [OPS_PER_THREAD]]
  */
@@ -14,7 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#define WATCHDOG_S 200
 static atomic_int finished;  /* workers done; the signaller stops after the last */
+static atomic_long progress[64]; /* operations done by each worker */
+static long ops = 200000;
+static int nworkers = 4;
 static atomic_ullong handled, sent;
 static volatile sig_atomic_t handler_depth;
 
@@ -29,20 +34,44 @@ static void on_usr1(int sig) {
   errno = saved;
 }
 
+/* Async-signal-safe output for the watchdog: strings and decimal numbers through write(2). */
+static void say(const char *s) {
+  if (write(2, s, strlen(s)) < 0) {}
+}
+static void say_num(long v) {
+  char b[24];
+  int i = sizeof b;
+  b[--i] = 0;
+  do b[--i] = (char)('0' + v % 10); while ((v /= 10) > 0 && i > 0);
+  say(b + i);
+}
+
 static void on_alarm(int sig) {
   (void)sig;
-  static const char msg[] = "signals: FAIL: watchdog fired: threads still running (deadlock in the allocator?)\n";
-  if (write(2, msg, sizeof msg - 1) < 0) {}
+  say("signals: FAIL: watchdog: after ");
+  say_num(WATCHDOG_S);
+  say(" s, ");
+  say_num(nworkers - atomic_load(&finished));
+  say(" of ");
+  say_num(nworkers);
+  say(" workers still running (a deadlock in the allocator?); operations done of ");
+  say_num(ops);
+  say(":");
+  for (int i = 0; i < nworkers; i++) {
+    say(" ");
+    say_num(atomic_load(&progress[i]));
+  }
+  say("\n");
   _exit(1);
 }
 
-static long ops = 200000;
-
 static void *alloc_loop(void *arg) {
+  int me = (int)(uintptr_t)arg;
   unsigned long long rs = (uintptr_t)arg * 31 + 5;
   unsigned char *held[32] = {0};
   size_t sz[32] = {0};
   for (long i = 0; i < ops; i++) {
+    atomic_store_explicit(&progress[me], i, memory_order_relaxed);
     unsigned long long r = t_rand(&rs);
     int k = (int)(r % 32);
     if (held[k]) {
@@ -63,12 +92,12 @@ static void *alloc_loop(void *arg) {
     memset(held[k], k, s);
   }
   for (int k = 0; k < 32; k++) free(held[k]);
+  atomic_store(&progress[me], ops);
   atomic_fetch_add(&finished, 1);
   return NULL;
 }
 
 static pthread_t workers[64];
-static int nworkers = 4;
 
 static void *signaller(void *arg) {
   (void)arg;
@@ -100,7 +129,7 @@ int main(int argc, char **argv) {
   sigaction(SIGUSR1, &sa, NULL);
   signal(SIGUSR2, SIG_IGN);
   signal(SIGALRM, on_alarm);
-  alarm(120);
+  alarm(WATCHDOG_S);
   for (int i = 0; i < nworkers; i++)
     if (pthread_create(&workers[i], NULL, alloc_loop, (void *)(intptr_t)i)) T_DIE("signals: pthread_create failed");
   pthread_t sig;

@@ -51,5 +51,17 @@ static inline unsigned long long t_rand(unsigned long long *s) {
   return x * 2685821657736338717ULL;
 }
 
+/* This process's hugetlbfs pages in kB (HugetlbPages of /proc/self/status), whoever mapped
+ * them; -1 when the kernel does not say. */
+static inline long t_hugetlb_kb(void) {
+  char line[256];
+  long kb = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "HugetlbPages:", 13) == 0) kb = atol(line + 13);
+  if (f) fclose(f);
+  return kb;
+}
+
 #define T_DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
 #endif

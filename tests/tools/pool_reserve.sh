@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `tlbpack pool reserve/release` as root, and the message when not root. The pool is put back
-# to the size it had (make test reserves one before ctest; never leave it smaller).
+# to the size it had (make test reserves one before ctest; never leave it smaller). Not root,
+# only the message can be checked: that is a skip (77), not a pass.
 # Usage: pool_reserve.sh TLBPACK
 . "$(dirname "$0")/lib.sh"
 TP=$1
@@ -20,7 +21,8 @@ fi
 if [ "$(id -u)" != 0 ]; then
   run "$TP" pool reserve 8
   expect_rc 1 "reserve when not root"; expect_in err "needs root" "reserve when not root"
-  echo "not root: reserve/release themselves not exercised"; finish
+  [ "$FAILS" = 0 ] || finish
+  skip "not root: only the 'needs root' message was checked; reserve and release need root"
 fi
 [ -w "$NR" ] || skip "$NR is not writable here (read-only /sys)"
 

@@ -113,6 +113,14 @@ void tp_stats_print(FILE *out, int json) {
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);
   if (_tp_os.numa_note[0]) ROW("numa_note", "%s", _tp_os.numa_note);
 #undef ROW
+  if (!_tp_opt.verbose) return;
+  /* verbose: where the memory sits, group by group */
+  for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
+    tp_group_t *g = _tp_groups[i];
+    if (g == NULL || (atomic_load(&g->slab_bytes) == 0 && g->filler.hpages == 0)) continue;
+    fprintf(out, "tlbpack:   group %-4u %-24s %s slab_kb %zu own_hpages %zu\n", i, g->name,
+            g->exclusive ? "exclusive" : "shared   ", atomic_load(&g->slab_bytes) >> 10, g->filler.hpages);
+  }
 }
 
 /* ---- regions file -------------------------------------------------------------------- */

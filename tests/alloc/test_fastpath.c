@@ -1,0 +1,162 @@
+/* The fast path's sentinels and start-small, through libtlbpack.a. A thread starts on the static
+ * empty cache, whose site slots and bins hold nothing: its first malloc, the first use of a
+ * group or a size class, and an empty bin all take the one miss, and the static records are
+ * never written. Each Criterion test runs in a fresh process. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tlbpack.h"
+
+static int static_records_untouched(void) {
+  if (_tp_tbin_empty.top != _tp_tbin_empty.e || _tp_tbin_empty.end != _tp_tbin_empty.e) return 0;
+  if (_tp_tbin_empty.nalloc != 0 || _tp_tbin_empty.out != 0) return 0;
+  return _tp_tcache_empty.nmalloc == 0 && _tp_tcache_empty.nfree == 0;
+}
+
+typedef struct { int empty_before, real_after, owned; } first_t;
+
+static void *first_malloc(void *arg) {
+  (void)arg;
+  static first_t r;
+  r.empty_before = _tp_tc == &_tp_tcache_empty;
+  void *p = tp_malloc(40);
+  r.real_after = _tp_tc != &_tp_tcache_empty && !_tp_tc->dead;
+  r.owned = tp_owns(p);
+  tp_free(p);
+  return &r;
+}
+
+Test(sentinel, a_threads_first_malloc_starts_from_the_static_empty_cache) {
+  pthread_t t;
+  void *out;
+  pthread_create(&t, NULL, first_malloc, NULL);
+  pthread_join(t, &out);
+  const first_t *r = out;
+  cr_assert(r->empty_before, "a new thread does not start on the static empty cache");
+  cr_assert(r->real_after, "the first malloc did not give the thread a cache of its own");
+  cr_assert(r->owned, "the first malloc's block is not tlbpack's");
+  cr_assert(static_records_untouched(), "the static empty cache or bin was written");
+}
+
+Test(sentinel, the_first_block_of_a_class_creates_its_bin_for_every_size_of_the_class) {
+  void *warm = tp_malloc(16); /* the thread's cache exists */
+  tp_tcache_t *tc = _tp_tc;
+  unsigned c = _tp_class_of(200); /* 193-224 share one class */
+  tp_site_slot_t *st = NULL;
+  void *p = tp_malloc(200);
+  cr_assert(tp_owns(p));
+  for (unsigned i = 0; i < TP_SITE_CACHE; i++)
+    if (tc->site[i].bins[(200 + 15) >> 4] != &_tp_tbin_empty) st = &tc->site[i];
+  cr_assert_not_null(st, "no site slot has a bin for 200-byte blocks after malloc(200)");
+  tp_tbin_t *b = st->bins[(200 + 15) >> 4];
+  cr_assert_eq(b->cls, c);
+  for (size_t n = 193; n <= 224; n++)
+    cr_assert_eq(st->bins[(n + 15) >> 4], b, "size %zu of the same class has another bin", n);
+  cr_assert_eq(st->bins[(240 + 15) >> 4], &_tp_tbin_empty, "a class never used has a bin");
+  cr_assert_gt(_tp_tbin_count(b), 0, "the miss filled the bin");
+  tp_free(p);
+  tp_free(warm);
+  cr_assert(static_records_untouched());
+}
+
+/* noipa and the asm: two distinct call sites (see test_placement.c). */
+static __attribute__((noipa)) void *site_x(size_t n) {
+  void *p = tp_malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+Test(sentinel, a_new_group_gets_its_bins_on_first_use_and_the_hit_needs_no_miss_after) {
+  /* Grow site X until it has a group of its own: its slot then points at that group's bins. */
+  enum { N = 6000 };
+  static void *keep[N];
+  for (int i = 0; i < N; i++) keep[i] = site_x(64);
+  unsigned g = _tp_hpage_of(keep[N - 1])->slot_slab[((uintptr_t)keep[N - 1] >> TP_SLOT_SHIFT) & 31]->group;
+  cr_assert_neq(g, TP_SHARED_GROUP, "site X never got a group of its own");
+  tp_tcache_t *tc = _tp_tc;
+  cr_assert_neq(tc->groups[g]->bins[_tp_class_of(64)], &_tp_tbin_empty);
+  /* Hits: malloc pops and free pushes the same bin, counted only there. */
+  tp_tbin_t *b = tc->groups[g]->bins[_tp_class_of(64)];
+  uint64_t before = b->nalloc;
+  unsigned count = _tp_tbin_count(b);
+  if (count == 0) { /* make sure the next call hits */
+    tp_free(keep[N - 1]);
+    keep[N - 1] = NULL;
+    count = _tp_tbin_count(b);
+  }
+  void *p = site_x(64);
+  cr_assert_eq(b->nalloc, before + 1, "the hit did not pop group %u's bin", g);
+  cr_assert_eq(_tp_tbin_count(b), count - 1);
+  tp_free(p);
+  cr_assert_eq(_tp_tbin_count(b), count);
+  for (int i = 0; i < N; i++) tp_free(keep[i]);
+}
+
+static void *others;
+static void *free_anothers_block(void *arg) {
+  (void)arg;
+  tp_free(others); /* this thread never allocated: its cache starts on the free miss */
+  static int r;
+  r = _tp_tc != &_tp_tcache_empty;
+  return &r;
+}
+
+Test(sentinel, a_threads_first_call_may_be_a_free) {
+  others = tp_malloc(100);
+  pthread_t t;
+  void *out;
+  pthread_create(&t, NULL, free_anothers_block, NULL);
+  pthread_join(t, &out);
+  cr_assert(*(int *)out, "a free as a thread's first call gave it no cache");
+  cr_assert_eq(tp_malloc_usable_size(others), 0, "the block is still live after its free");
+  tp_stats_t st;
+  tp_stats_get(&st);
+  cr_assert_eq(st.live_objects, 0, "%zu objects live after every block was freed", st.live_objects);
+  cr_assert(static_records_untouched());
+}
+
+Test(sentinel, free_null_takes_the_miss_and_does_nothing) {
+  tp_free(NULL);
+  void *p = tp_malloc(10);
+  tp_free(NULL);
+  tp_free(p);
+  cr_assert(static_records_untouched());
+}
+
+/* Start small: a process with well under 1 MiB live takes no huge page at all (pool:auto). */
+Test(start_small, a_small_heap_takes_no_huge_page) {
+  enum { N = 4000 };
+  static void *p[N];
+  size_t bytes = 0;
+  for (int i = 0; i < N; i++) {
+    p[i] = tp_malloc(16 + (size_t)(i * 37) % 400);
+    bytes += tp_malloc_usable_size(p[i]);
+  }
+  tp_stats_t st;
+  tp_stats_get(&st);
+  cr_assert_lt(bytes, (size_t)1 << 20);
+  cr_assert_eq(st.pages_hugetlbfs + st.pages_thp, 0, "%zu huge pages for %zu bytes live (start_kb %zu)",
+               st.pages_hugetlbfs + st.pages_thp, bytes, _tp_opt.start_bytes >> 10);
+  cr_assert_gt(st.pages_4k, 0);
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+}
+
+/* Past start_kb the heap takes huge pages, and the pages it started on do not stay 4 KiB pages
+ * unless the kernel refused to collapse them (then they are counted as 4 KiB pages, not lost). */
+Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
+  size_t start = _tp_opt.start_bytes;
+  enum { N = 64 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) p[i] = tp_malloc(300 << 10); /* medium runs: 19.2 MiB */
+  tp_stats_t st;
+  tp_stats_get(&st);
+  size_t huge = st.pages_hugetlbfs + st.pages_thp;
+  cr_assert_gt(huge, 0, "no huge page past start_kb (%zu KiB): %zu 4 KiB hpages", start >> 10, st.pages_4k);
+  cr_assert_leq(st.pages_4k * TP_HPAGE, start, "%zu hpages still on 4 KiB pages, more than start_kb", st.pages_4k);
+  cr_assert_eq(_tp_heap_ctr.promoted + st.pages_4k, start / TP_HPAGE,
+               "each start hpage is either promoted (%zu) or still 4 KiB (%zu)", _tp_heap_ctr.promoted, st.pages_4k);
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+}

@@ -30,21 +30,24 @@ static void progress_clear(void) {
   progress_shown = 0;
 }
 
-__attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...) {
-  va_list ap;
+/* stdout first, so that a message never lands inside a table line. */
+static void vnote(const char *fmt, va_list ap) {
   fflush(stdout);
   progress_clear();
-  va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
+}
+
+__attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vnote(fmt, ap);
   va_end(ap);
 }
 
 __attribute__((format(printf, 1, 2))) static void progress(const char *fmt, ...) {
   va_list ap;
-  fflush(stdout);
-  progress_clear();
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vnote(fmt, ap);
   va_end(ap);
   if (progress_tty) progress_shown = 1;
   else fputc('\n', stderr);

@@ -413,10 +413,12 @@ void _tp_init(void) TP_INTERNAL;
 
 /* ---- stats (stats.c) ----------------------------------------------------------------- */
 /* Bytes out of the slabs and runs (live, or waiting in a thread cache): changed where memory
- * moves between slabs and caches, so the peak is exact to within the caches' contents. */
+ * moves between slabs and caches, and published by each thread in steps of 64 KiB, so the
+ * peak is exact to within the caches' contents and 64 KiB a thread. */
 extern _Atomic ptrdiff_t _tp_peak_live TP_INTERNAL;
 extern _Atomic ptrdiff_t _tp_global_live TP_INTERNAL;
 void _tp_stats_out(ptrdiff_t bytes) TP_INTERNAL;
+void _tp_stats_out_flush(void) TP_INTERNAL; /* this thread's gathered changes, now */
 void _tp_atexit_report(void) TP_INTERNAL;
 void _tp_stats_keep_stderr(void) TP_INTERNAL;
 

@@ -12,7 +12,7 @@
 _Atomic ptrdiff_t _tp_peak_live;
 _Atomic ptrdiff_t _tp_global_live;
 
-void _tp_stats_out(ptrdiff_t bytes) {
+static void publish(ptrdiff_t bytes) {
   ptrdiff_t now = atomic_fetch_add_explicit(&_tp_global_live, bytes, memory_order_relaxed) + bytes;
   if (bytes <= 0) return;
   ptrdiff_t peak = atomic_load_explicit(&_tp_peak_live, memory_order_relaxed);
@@ -20,11 +20,33 @@ void _tp_stats_out(ptrdiff_t bytes) {
   }
 }
 
+/* Each thread gathers its changes and publishes them once they pass 64 KiB either way: the
+ * shared counter's line is not written by every thread at every cache fill and flush. */
+#define TP_STATS_BATCH ((ptrdiff_t)64 << 10)
+static __thread ptrdiff_t pending __attribute__((tls_model("initial-exec")));
+
+void _tp_stats_out(ptrdiff_t bytes) {
+  ptrdiff_t p = pending + bytes;
+  if (p < TP_STATS_BATCH && p > -TP_STATS_BATCH) {
+    pending = p;
+    return;
+  }
+  pending = 0;
+  publish(p);
+}
+
+void _tp_stats_out_flush(void) {
+  ptrdiff_t p = pending;
+  pending = 0;
+  if (p) publish(p);
+}
+
 void tp_stats_get(tp_stats_t *st) {
   memset(st, 0, sizeof *st);
   if (atomic_load(&_tp_ready) == 0) return;
   size_t nm, nf, ba;
   ptrdiff_t lb;
+  _tp_stats_out_flush();
   _tp_tcache_sum(&nm, &nf, &ba, &lb);
   _tp_lock(&_tp_heap_lock);
   tp_heap_counters_t c = _tp_heap_ctr;

@@ -205,6 +205,7 @@ static void tcache_exit(void *arg) {
   tp_tcache_t *tc = arg;
   if (tc == NULL || tc->dead) return;
   _tp_tcache_flush_all(tc);
+  _tp_stats_out_flush();
   if (tc->owns_thread_group) _tp_thread_group_release(tc->thread_group);
   _tp_tc = &exited_cache;
   _tp_lock(&tc_lock);

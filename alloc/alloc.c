@@ -136,9 +136,12 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   if (b != NULL) {
     if (b->top == b->e) {
       unsigned want = b->cap / 2 ? b->cap / 2 : 1;
-      atomic_store_explicit(&_tp_groups[g]->last_refill,
-                            atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1,
-                            memory_order_relaxed);
+      /* The group's last refill, to within 8 refills: threads refilling from one group do not
+       * write its line at every refill. */
+      uint64_t now = atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1;
+      _Atomic uint64_t *last = &_tp_groups[g]->last_refill;
+      if (now - atomic_load_explicit(last, memory_order_relaxed) >= 8)
+        atomic_store_explicit(last, now, memory_order_relaxed);
       /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
        * otherwise share lines across threads; just what is wanted for the larger ones. */
       unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want, b->cap >= 64 ? b->cap : want);

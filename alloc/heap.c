@@ -133,24 +133,27 @@ static int grow(size_t bytes, size_t align) {
   return 0;
 }
 
-/* The heap has grown past start_kb: the hpages it started on become huge pages too (THP,
- * collapsed in place), so the data placed there early costs one TLB entry per hpage, like the
- * rest. Once per process; what the kernel cannot collapse stays on 4 KiB pages. */
-static int start_promoted;
-static void promote_one(tp_hpage_t *h, void *arg) {
-  (void)arg;
-  if (!h->start || h->source != TP_SRC_4K) return;
-  h->start = 0;
-  if (_tp_os_promote((void *)h->addr) != 0) return;
-  _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
-  _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
-  _tp_heap_ctr.promoted++;
-  h->source = TP_SRC_THP;
-}
+/* Once the heap has grown past start_kb, the hpages it started on become huge pages too (THP,
+ * collapsed in place), so the data placed there early costs one TLB entry per hpage like the
+ * rest; but only when at least 3/4 full, since a collapse makes all 2 MiB resident. A sparse
+ * one is tried again each time the heap backs a new huge page; what the kernel cannot
+ * collapse stays on 4 KiB pages. */
+#define TP_MAX_START_PAGES 64
+static tp_hpage_t *start_pages[TP_MAX_START_PAGES];
+static unsigned nstart_pages;
+static int heap_grown; /* the heap has passed start_kb: no new start pages */
 static void promote_start_pages(void) {
-  if (start_promoted) return;
-  start_promoted = 1;
-  _tp_heap_foreach(promote_one, NULL);
+  heap_grown = 1;
+  for (unsigned i = 0; i < nstart_pages; i++) {
+    tp_hpage_t *h = start_pages[i];
+    if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE || h->nused < TP_SLOTS * 3 / 4) continue;
+    h->start = 0;
+    if (_tp_os_promote((void *)h->addr) != 0) continue;
+    _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
+    _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+    _tp_heap_ctr.promoted++;
+    h->source = TP_SRC_THP;
+  }
 }
 
 /* Start small: under pool:auto a process takes huge pages once its heap is worth them. Until
@@ -179,7 +182,8 @@ static int back(tp_hpage_t *h) {
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
   h->source = (uint8_t)src;
-  h->start = src == TP_SRC_4K && _tp_opt.pool == TP_POOL_AUTO && !start_promoted;
+  h->start = src == TP_SRC_4K && _tp_opt.pool == TP_POOL_AUTO && !heap_grown && nstart_pages < TP_MAX_START_PAGES;
+  if (h->start) start_pages[nstart_pages++] = h;
   h->node = (uint8_t)(node & 7);
   h->fresh_mask = TP_ALL_SLOTS;
   _tp_heap_ctr.pages_by_source[src]++;

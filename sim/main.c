@@ -31,7 +31,7 @@ static void usage(FILE *out) {
       "usage: tlbsim [options] [TRACE|-]\n"
       "       tlbsim [options] --compare A [options for A] B [options for B]\n"
       "options:\n"
-      "  --cpu NAME          core2, skylake (default), goldencove, zen2, zen3, zen4, custom\n"
+      "  --cpu NAME          a preset (listed at the end; default skylake)\n"
       "  --set KEY=VALUE     override one parameter (keys below)\n"
       "  --page-size 4k|2m|1g  page size of every address outside --regions/--smaps ranges\n"
       "  --regions FILE      page size per range, tlbpack's regions file\n"
@@ -49,6 +49,9 @@ static void usage(FILE *out) {
       "  --trace-mem=yes output, or the binary format; '-' or nothing reads stdin.\n"
       "--set keys (e.g. --set l1d.entries=64 --set l2.entries=0 --set pwc.entries=0):\n%s",
       ts_config_keys());
+  fprintf(out, "--cpu presets:");
+  for (const char *const *p = ts_presets(); *p; p++) fprintf(out, " %s", *p);
+  fputc('\n', out);
 }
 
 static int die(const char *fmt, const char *a, const char *b) {
@@ -77,7 +80,10 @@ static ts_sim_t *run_side(const side_t *common, const side_t *side, bool compare
   *status = 2;
   ts_config_t cfg;
   if (ts_config_preset(&cfg, cpu)) {
-    die("--cpu %s: expected core2, skylake, goldencove, zen2, zen3, zen4 or custom%s", cpu, "");
+    char names[160] = "";
+    for (const char *const *p = ts_presets(); *p; p++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", *p);
+    die("--cpu %s: expected one of %s", cpu, names);
     return NULL;
   }
   int f = ts_format_parse(fmt);

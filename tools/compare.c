@@ -1,6 +1,7 @@
 /* tlbpack compare: trace one program under valgrind lackey twice, with jemalloc and with
  * tlbpack preloaded, and let tlbsim compare the two traces side by side. */
 #include "cli.h"
+#include "tlbsim.h" /* ts_presets() */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -191,12 +192,14 @@ int tpc_cmd_compare(int argc, char **argv) {
   if (optind >= argc)
     return tpc_usage_error("compare", "no PROGRAM given (usage: tlbpack compare [OPTIONS] -- PROGRAM [ARGS])");
   if (cpu) {
-    static const char *const presets[] = {"core2", "skylake", "goldencove", "zen2", "zen3", "zen4", "custom", NULL};
+    /* the simulator's own list of presets */
     int ok = 0;
-    for (int i = 0; presets[i]; i++) ok |= !strcmp(cpu, presets[i]);
-    if (!ok)
-      return tpc_usage_error("compare", "--cpu '%s' is not a preset (accepted: core2, skylake, goldencove, zen2, "
-                                        "zen3, zen4, custom)", cpu);
+    char names[160] = "";
+    for (const char *const *p = ts_presets(); *p; p++) {
+      ok |= !strcmp(cpu, *p);
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", *p);
+    }
+    if (!ok) return tpc_usage_error("compare", "--cpu '%s' is not a preset (accepted: %s)", cpu, names);
   }
 
   char tlbsim[PATH_MAX], valgrind[PATH_MAX], lib[PATH_MAX], je[PATH_MAX];

@@ -27,7 +27,7 @@ has "$T/err" "tlbsim: line 3: expected a lackey"
 expect_rc 2 "$SIM" --set l1d.ways=abc "$T/bad.trace"
 has "$T/err" "tlbsim: --set l1d.ways: expected a whole number"
 expect_rc 2 "$SIM" --cpu pentium "$T/bad.trace"
-has "$T/err" "--cpu pentium: expected core2"
+has "$T/err" "--cpu pentium: expected one of core2"
 expect_rc 2 "$SIM" --page-size 4m "$T/bad.trace"
 has "$T/err" "--page-size: expected 4k, 2m or 1g"
 expect_rc 2 "$SIM" --bogus

@@ -14,28 +14,14 @@ int _tp_slots_find_run(uint32_t used_mask, unsigned n) {
   return m ? __builtin_ctz(m) : -1;
 }
 
-static void list_push(tp_hpage_t **head, tp_hpage_t *h) {
-  h->prev = NULL;
-  h->next = *head;
-  if (*head) (*head)->prev = h;
-  *head = h;
-}
-
-static void list_unlink(tp_hpage_t **head, tp_hpage_t *h) {
-  if (h->prev) h->prev->next = h->next;
-  else *head = h->next;
-  if (h->next) h->next->prev = h->prev;
-  h->next = h->prev = NULL;
-}
-
 void _tp_filler_insert(tp_filler_t *f, tp_hpage_t *h) {
-  list_push(&f->bucket[h->nused], h);
+  TP_LIST_PUSH(&f->bucket[h->nused], h, next, prev);
   h->listed = TP_LIST_FILLER;
   f->hpages++;
 }
 
 void _tp_filler_remove(tp_filler_t *f, tp_hpage_t *h) {
-  list_unlink(&f->bucket[h->nused], h);
+  TP_LIST_UNLINK(&f->bucket[h->nused], h, next, prev);
   h->listed = TP_LIST_NONE;
   f->hpages--;
 }
@@ -56,9 +42,9 @@ tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) {
 void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n, int u) {
   uint32_t bits = (n == TP_SLOTS) ? TP_ALL_SLOTS : (((1u << n) - 1) << slot);
   int listed = h->listed == TP_LIST_FILLER;
-  if (listed) list_unlink(&f->bucket[h->nused], h);
+  if (listed) TP_LIST_UNLINK(&f->bucket[h->nused], h, next, prev);
   if (u) h->used_mask |= bits;
   else h->used_mask &= ~bits;
   h->nused = (uint16_t)__builtin_popcount(h->used_mask);
-  if (listed) list_push(&f->bucket[h->nused], h);
+  if (listed) TP_LIST_PUSH(&f->bucket[h->nused], h, next, prev);
 }

@@ -91,6 +91,24 @@ const char *_tp_options_key(unsigned i, char *words, size_t n) TP_INTERNAL;
 void _tp_message(const char *fmt, ...) TP_INTERNAL __attribute__((format(printf, 1, 2)));
 _Noreturn void _tp_fatal(const char *fmt, ...) TP_INTERNAL __attribute__((format(printf, 1, 2)));
 
+/* ---- intrusive doubly linked lists: the one pair every list uses ------------------------
+ * `head` is the address of the list's first-element pointer; `next` and `prev` name the
+ * element's link fields. */
+#define TP_LIST_PUSH(head, x, next, prev)                                                      \
+  do {                                                                                         \
+    (x)->prev = NULL;                                                                          \
+    (x)->next = *(head);                                                                       \
+    if (*(head)) (*(head))->prev = (x);                                                        \
+    *(head) = (x);                                                                             \
+  } while (0)
+#define TP_LIST_UNLINK(head, x, next, prev)                                                    \
+  do {                                                                                         \
+    if ((x)->prev) (x)->prev->next = (x)->next;                                                \
+    else *(head) = (x)->next;                                                                  \
+    if ((x)->next) (x)->next->prev = (x)->prev;                                                \
+    (x)->next = (x)->prev = NULL;                                                              \
+  } while (0)
+
 /* ---- locks --------------------------------------------------------------------------- */
 typedef pthread_mutex_t tp_lock_t;
 #define TP_LOCK_INIT PTHREAD_MUTEX_INITIALIZER

@@ -34,18 +34,12 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
 }
 
 static void partial_push(tp_bin_t *b, tp_slab_t *s) {
-  s->prev = NULL;
-  s->next = b->partial;
-  if (b->partial) b->partial->prev = s;
-  b->partial = s;
+  TP_LIST_PUSH(&b->partial, s, next, prev);
   s->in_partial = 1;
 }
 
 static void partial_unlink(tp_bin_t *b, tp_slab_t *s) {
-  if (s->prev) s->prev->next = s->next;
-  else b->partial = s->next;
-  if (s->next) s->next->prev = s->prev;
-  s->next = s->prev = NULL;
+  TP_LIST_UNLINK(&b->partial, s, next, prev);
   s->in_partial = 0;
 }
 

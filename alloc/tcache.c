@@ -52,12 +52,7 @@ static void reset_limits(tp_tcache_t *tc) {
   }
 }
 
-static void link_all(tp_tcache_t *tc) {
-  tc->prev_all = NULL;
-  tc->next_all = all_list;
-  if (all_list) all_list->prev_all = tc;
-  all_list = tc;
-}
+static void link_all(tp_tcache_t *tc) { TP_LIST_PUSH(&all_list, tc, next_all, prev_all); }
 
 /* Everything but the per-group bins, which a recycled record keeps. */
 static void reset_record(tp_tcache_t *tc) {
@@ -210,9 +205,7 @@ static void tcache_exit(void *arg) {
   _tp_tc = &exited_cache;
   _tp_lock(&tc_lock);
   add_counters(tc, &dead_nmalloc, &dead_nfree, &dead_bytes, &dead_live_bytes, 1);
-  if (tc->prev_all) tc->prev_all->next_all = tc->next_all;
-  else all_list = tc->next_all;
-  if (tc->next_all) tc->next_all->prev_all = tc->prev_all;
+  TP_LIST_UNLINK(&all_list, tc, next_all, prev_all);
   /* The tgroup and bin records stay with the cache record for its next thread. */
   reset_record(tc);
   tc->next_all = free_list;

@@ -81,13 +81,9 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
     tp_group_t *hg = _tp_groups[h];
     tp_tbin_t *hb = tc->groups[h]->bins[c];
     uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-    /* Evidence, all of it: a site group (not libc's crumbs: it holds real memory) that has
-     * stopped allocating, whose freed blocks of this class fill half this thread's cache,
-     * seen for the same donor several times in a row. */
-    int donor = h != g && hg != NULL && hg->site != 0 && atomic_load(&hg->alias) == 0 &&
-                hb->cap != 0 && _tp_tbin_count(hb) >= hb->cap / 2 &&
-                atomic_load(&hg->slab_bytes) >= _tp_opt.exclusive_bytes &&
-                now - atomic_load(&hg->last_refill) > TP_IDLE_REFILLS;
+    int donor = hg != NULL && _tp_policy_adopt_donor(h != g && hg->site != 0, atomic_load(&hg->alias) != 0,
+                                                     _tp_tbin_count(hb), hb->cap, atomic_load(&hg->slab_bytes),
+                                                     _tp_opt.exclusive_bytes, now - atomic_load(&hg->last_refill));
     if (!donor) {
       atomic_store_explicit(&grp->votes, 0, memory_order_relaxed);
     } else if (atomic_exchange(&grp->vote_for, (uint16_t)h) != h) {

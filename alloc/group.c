@@ -19,8 +19,8 @@ static unsigned nsites, nthreads_groups;
 #define SITE_TABLE 4096
 static _Atomic uintptr_t site_key[SITE_TABLE];
 static _Atomic uint16_t site_val[SITE_TABLE];
-/* Young sites: demand is the site's recent refills of the shared group's caches (x16, halved
- * every TP_SITE_HALF_LIFE refills of the whole process), bytes what those refills took. */
+/* Young sites: demand is the site's recent refills of the shared group's caches (policy.c),
+ * bytes what those refills took. */
 static uint8_t site_young[SITE_TABLE];
 static uint32_t site_demand[SITE_TABLE];
 static uint64_t site_stamp[SITE_TABLE];
@@ -117,14 +117,6 @@ unsigned _tp_site_group(uintptr_t ra, int *young) {
   return a ? a : id;
 }
 
-/* A site earns a group of its own when it does a good share of the process's recent refills
- * (a structure being built, not a few blocks churned) and has taken enough memory to fill a
- * slab or two. Until then its blocks share slabs with every other young site: a program of
- * many small sites pays for what it keeps live, not sites x size classes x a slab. */
-#define TP_SITE_HALF_LIFE 64
-#define TP_SITE_DEMAND (8 * 16)
-#define TP_SITE_BYTES ((size_t)64 << 10)
-
 unsigned _tp_site_refill(uintptr_t ra, size_t bytes) {
   int i = site_slot(ra, 0);
   if (i < 0 || !site_young[i]) {
@@ -132,12 +124,9 @@ unsigned _tp_site_refill(uintptr_t ra, size_t bytes) {
     return _tp_site_group(ra, &young);
   }
   uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-  uint64_t halvings = (now - site_stamp[i]) / TP_SITE_HALF_LIFE;
-  uint32_t d = halvings >= 32 ? 0 : site_demand[i] >> halvings;
-  if (halvings) site_stamp[i] += halvings * TP_SITE_HALF_LIFE;
-  site_demand[i] = d + 16;
+  site_demand[i] = _tp_policy_site_demand(site_demand[i], &site_stamp[i], now);
   site_bytes[i] += bytes;
-  if (site_demand[i] < TP_SITE_DEMAND || site_bytes[i] < TP_SITE_BYTES || _tp_opt.group != TP_GROUP_SITE)
+  if (!_tp_policy_site_grows_up(site_demand[i], site_bytes[i]) || _tp_opt.group != TP_GROUP_SITE)
     return TP_SHARED_GROUP;
   _tp_lock(&groups_lock);
   unsigned id = atomic_load_explicit(&site_val[i], memory_order_relaxed);

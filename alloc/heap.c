@@ -376,7 +376,7 @@ static void free_large(tp_hpage_t *h, size_t n) {
 /* ---- runs ---------------------------------------------------------------------------- */
 /* Whether a group that now holds `bytes` of slot runs gets hpages of its own (heap lock). */
 static int becomes_exclusive(const tp_group_t *g, size_t bytes) {
-  return !g->exclusive && bytes >= _tp_opt.exclusive_bytes && _tp_opt.group != TP_GROUP_NONE;
+  return _tp_policy_exclusive(g->exclusive, bytes, _tp_opt.exclusive_bytes, _tp_opt.group);
 }
 
 tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size) {

@@ -109,6 +109,16 @@ _Noreturn void _tp_fatal(const char *fmt, ...) TP_INTERNAL __attribute__((format
     (x)->next = (x)->prev = NULL;                                                              \
   } while (0)
 
+/* ---- decisions (policy.c): pure functions of plain values ---------------------------- */
+uint32_t _tp_policy_site_demand(uint32_t demand, uint64_t *stamp, uint64_t now) TP_INTERNAL;
+int _tp_policy_site_grows_up(uint32_t demand, size_t bytes) TP_INTERNAL;
+int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode) TP_INTERNAL;
+int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) TP_INTERNAL;
+int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;
+uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint32_t cap) TP_INTERNAL;
+int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned cached, unsigned cap,
+                           size_t donor_slab_bytes, size_t exclusive_bytes, uint64_t since_donor_refill) TP_INTERNAL;
+
 /* ---- locks --------------------------------------------------------------------------- */
 typedef pthread_mutex_t tp_lock_t;
 #define TP_LOCK_INIT PTHREAD_MUTEX_INITIALIZER

@@ -53,11 +53,10 @@ static tp_slab_t *pick_partial(tp_bin_t *b) {
 }
 
 static int bin_hot(tp_group_t *g, const tp_bin_t *b) {
-  if (atomic_load_explicit(&g->idle, memory_order_relaxed)) return 0;
-  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-  return now - b->last_fill <= TP_IDLE_REFILLS && !atomic_load_explicit(&g->alias, memory_order_relaxed);
+  return _tp_policy_bin_hot(atomic_load_explicit(&g->idle, memory_order_relaxed),
+                            atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed), b->last_fill,
+                            atomic_load_explicit(&g->alias, memory_order_relaxed) != 0);
 }
-
 unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room) {
   tp_bin_t *b = &g->bins[c];
   unsigned n = 0;
@@ -110,7 +109,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
      * thrashing) and holds many objects: an idle bin (a dead thread's group, a site that
      * joined another) keeps none, nor do classes of a few large objects per slab, so that
      * empty slabs do not pin huge pages. */
-    if (s->navail == s->nobj && (b->slabs > 1 || s->nobj < 8 || !bin_hot(g, b))) {
+    if (s->navail == s->nobj && _tp_policy_release_empty_slab(b->slabs, s->nobj, bin_hot(g, b))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
       _tp_run_release(s);

@@ -32,12 +32,8 @@ static ptrdiff_t dead_live_bytes;
 
 static void tcache_exit(void *arg);
 
-/* How many freed blocks a bin keeps. Under group:thread, blocks freed into another thread's
- * group are of no use to this one (it allocates from its own group only): they go back to
- * their slabs at once. Kept here, even a few per bin, they would pin that group's slabs and
- * huge pages for as long as this thread lives, after their own thread has exited. */
 static uint32_t tbin_limit(const tp_tcache_t *tc, unsigned g, uint32_t cap) {
-  return tc->mode == TP_GROUP_THREAD && g != tc->thread_group ? 0 : cap;
+  return _tp_policy_tbin_limit(tc->mode, g, tc->thread_group, cap);
 }
 
 static int real_bin(const tp_tbin_t *b) { return b != &_tp_tbin_empty; }

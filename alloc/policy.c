@@ -1,0 +1,58 @@
+/* Placement and caching decisions, as small pure functions of plain values: the mechanisms
+ * (group.c, slab.c, tcache.c, alloc.c, heap.c) gather the facts and ask here, and the unit
+ * tests ask directly (tests/alloc/test_policy.c), with no heap behind them. */
+#include "internal.h"
+
+/* Young sites: a refill adds 16 to the site's demand, which halves every TP_SITE_HALF_LIFE
+ * refills of the whole process. */
+#define TP_SITE_HALF_LIFE 64
+#define TP_SITE_DEMAND (8 * 16)
+#define TP_SITE_BYTES ((size_t)64 << 10)
+
+uint32_t _tp_policy_site_demand(uint32_t demand, uint64_t *stamp, uint64_t now) {
+  uint64_t halvings = (now - *stamp) / TP_SITE_HALF_LIFE;
+  if (halvings) *stamp += halvings * TP_SITE_HALF_LIFE;
+  return (halvings >= 32 ? 0 : demand >> halvings) + 16;
+}
+
+/* A site earns a group of its own when it does a good share of the process's recent refills
+ * (a structure being built, not a few blocks churned) and has taken enough memory to fill a
+ * slab or two. */
+int _tp_policy_site_grows_up(uint32_t demand, size_t bytes) {
+  return demand >= TP_SITE_DEMAND && bytes >= TP_SITE_BYTES;
+}
+
+/* A group gets hpages of its own once its slot runs hold exclusive_bytes (never under
+ * group:none, where nothing is kept apart). */
+int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode) {
+  return !exclusive && slab_bytes >= exclusive_bytes && group_mode != TP_GROUP_NONE;
+}
+
+/* A bin is hot while its group is in use: not idle (an exited thread's group), refilled within
+ * TP_IDLE_REFILLS refills of the process, not joined to another group. */
+int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) {
+  return !idle && now - last_fill <= TP_IDLE_REFILLS && !aliased;
+}
+
+/* An empty slab goes back unless it is the last of a hot bin and holds many objects (kept
+ * against thrashing): an idle bin keeps none, nor do classes of a few large objects per slab,
+ * so that empty slabs do not pin huge pages. */
+int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) {
+  return bin_slabs > 1 || nobj < 8 || !hot;
+}
+
+/* How many freed blocks a thread's bin keeps. Under group:thread, blocks freed into another
+ * thread's group are of no use to this one (it allocates from its own group only): they go
+ * back to their slabs at once, or they would pin that group's slabs after its thread exits. */
+uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint32_t cap) {
+  return mode == TP_GROUP_THREAD && g != thread_group ? 0 : cap;
+}
+
+/* Site adoption's evidence, all of it: a site group (not libc's crumbs: it holds real memory)
+ * that has stopped allocating, whose freed blocks of this class fill half this thread's
+ * cache. TP_ADOPT_VOTES such sightings in a row make the adoption. */
+int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned cached, unsigned cap,
+                           size_t donor_slab_bytes, size_t exclusive_bytes, uint64_t since_donor_refill) {
+  return is_other_site_group && !donor_aliased && cap != 0 && cached >= cap / 2 &&
+         donor_slab_bytes >= exclusive_bytes && since_donor_refill > TP_IDLE_REFILLS;
+}

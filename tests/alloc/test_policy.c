@@ -1,0 +1,70 @@
+/* The placement and caching decisions (alloc/policy.c) as pure functions: no heap behind them. */
+#include <criterion/criterion.h>
+
+#include "internal.h"
+
+Test(policy, a_site_that_does_most_refills_and_took_64_kib_grows_up) {
+  uint64_t stamp = 0;
+  uint32_t d = 0;
+  for (int i = 0; i < 7; i++) d = _tp_policy_site_demand(d, &stamp, (uint64_t)i);
+  cr_assert_not(_tp_policy_site_grows_up(d, 1 << 20), "7 refills (demand %u) are not yet enough", d);
+  d = _tp_policy_site_demand(d, &stamp, 7);
+  cr_assert(_tp_policy_site_grows_up(d, 64 << 10), "8 back-to-back refills and 64 KiB: demand %u", d);
+  cr_assert_not(_tp_policy_site_grows_up(d, (64 << 10) - 1), "less than 64 KiB taken: still young");
+}
+
+Test(policy, a_site_refilling_once_in_a_while_stays_young_however_long_it_runs) {
+  /* One refill in every 16 of the process: demand settles near 16 * 64 / 16 / ln 2. */
+  uint64_t stamp = 0;
+  uint32_t d = 0;
+  for (uint64_t now = 0; now < 100000; now += 16) d = _tp_policy_site_demand(d, &stamp, now);
+  cr_assert_not(_tp_policy_site_grows_up(d, (size_t)1 << 30), "a 1-in-16 site grew up (demand %u)", d);
+  /* one in 4 does */
+  d = 0, stamp = 0;
+  for (uint64_t now = 0; now < 100000; now += 4) d = _tp_policy_site_demand(d, &stamp, now);
+  cr_assert(_tp_policy_site_grows_up(d, (size_t)1 << 30), "a 1-in-4 site stayed young (demand %u)", d);
+}
+
+Test(policy, demand_halves_every_64_refills_of_the_process_and_vanishes) {
+  uint64_t stamp = 0;
+  uint32_t d = _tp_policy_site_demand(1024, &stamp, 64);
+  cr_assert_eq(d, 512 + 16);
+  cr_assert_eq(stamp, 64);
+  d = _tp_policy_site_demand(1000, &stamp, 64 + 64 * 40);
+  cr_assert_eq(d, 16, "after 40 half-lives only this refill counts: %u", d);
+}
+
+Test(policy, a_group_becomes_exclusive_at_exclusive_kb_except_under_group_none) {
+  cr_assert_not(_tp_policy_exclusive(0, 255 << 10, 256 << 10, TP_GROUP_SITE));
+  cr_assert(_tp_policy_exclusive(0, 256 << 10, 256 << 10, TP_GROUP_SITE));
+  cr_assert_not(_tp_policy_exclusive(1, 1 << 20, 256 << 10, TP_GROUP_SITE), "already exclusive");
+  cr_assert_not(_tp_policy_exclusive(0, 1 << 30, 256 << 10, TP_GROUP_NONE));
+}
+
+Test(policy, only_the_last_slab_of_a_hot_bin_with_many_objects_is_kept_empty) {
+  cr_assert_not(_tp_policy_release_empty_slab(1, 4096, 1), "the last slab of a hot bin is kept");
+  cr_assert(_tp_policy_release_empty_slab(2, 4096, 1), "not the last one");
+  cr_assert(_tp_policy_release_empty_slab(1, 4, 1), "a few large objects per slab: not kept");
+  cr_assert(_tp_policy_release_empty_slab(1, 4096, 0), "an idle bin keeps none");
+  cr_assert(_tp_policy_bin_hot(0, 100, 100 - TP_IDLE_REFILLS, 0));
+  cr_assert_not(_tp_policy_bin_hot(0, 100, 100 - TP_IDLE_REFILLS - 1, 0), "not refilled for too long");
+  cr_assert_not(_tp_policy_bin_hot(1, 100, 100, 0), "its thread exited");
+  cr_assert_not(_tp_policy_bin_hot(0, 100, 100, 1), "joined another group");
+}
+
+Test(policy, under_group_thread_another_threads_group_is_not_cached) {
+  cr_assert_eq(_tp_policy_tbin_limit(TP_GROUP_THREAD, 5, 5, 64), 64);
+  cr_assert_eq(_tp_policy_tbin_limit(TP_GROUP_THREAD, 6, 5, 64), 0);
+  cr_assert_eq(_tp_policy_tbin_limit(TP_GROUP_SITE, 6, 0, 64), 64);
+}
+
+Test(policy, adoption_needs_all_of_its_evidence) {
+  size_t ex = 256 << 10;
+  cr_assert(_tp_policy_adopt_donor(1, 0, 32, 64, ex, ex, TP_IDLE_REFILLS + 1));
+  cr_assert_not(_tp_policy_adopt_donor(0, 0, 32, 64, ex, ex, TP_IDLE_REFILLS + 1), "not another site group");
+  cr_assert_not(_tp_policy_adopt_donor(1, 1, 32, 64, ex, ex, TP_IDLE_REFILLS + 1), "donor already joined one");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 31, 64, ex, ex, TP_IDLE_REFILLS + 1), "under half the cache");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 32, 64, ex - 1, ex, TP_IDLE_REFILLS + 1), "donor holds little");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 32, 64, ex, ex, TP_IDLE_REFILLS), "donor still allocating");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 0, 0, ex, ex, TP_IDLE_REFILLS + 1), "class not cached");
+}

@@ -262,7 +262,8 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, tp_entry_t e) {
 
 /* Not the start of a small block: a medium, large or arena block, or an invalid free. */
 static TP_NOINLINE void free_other(void *p, tp_slab_t *s) {
-  if (s->kind != TP_SLAB_SMALL) free_big(p, s);
+  if ((uintptr_t)p >> 47) invalid_free(p, "not a block tlbpack handed out"); /* wrapped around the map */
+  else if (s->kind != TP_SLAB_SMALL) free_big(p, s);
   else invalid_free(p, "points inside a block, not at its start");
 }
 

@@ -146,6 +146,17 @@ Test(free, stack_pointer_aborts) {
   expect_abort(call_free, &x, "tlbpack: invalid free of %p", (void *)&x);
 }
 
+/* The slab map is indexed by address bits 30-46: a pointer past the 47-bit user space lands
+ * on a live block's slab, and must still be reported as not tlbpack's. */
+Test(free, a_pointer_past_user_space_aliasing_a_live_block_aborts) {
+  char *p = tp_malloc(64);
+  void *alias = (void *)((uintptr_t)p | ((uintptr_t)1 << 63));
+  expect_abort(call_free, alias, "tlbpack: invalid free of %p: not a block tlbpack handed out", alias);
+  void *above = (void *)((uintptr_t)p + ((uintptr_t)1 << 47));
+  expect_abort(call_free, above, "tlbpack: invalid free of %p: not a block tlbpack handed out", above);
+  tp_free(p);
+}
+
 Test(free, null_is_ignored) { tp_free(NULL); }
 
 Test(stats, count_what_was_allocated_and_freed) {

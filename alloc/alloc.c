@@ -395,13 +395,27 @@ void *tp_reallocarray(void *p, size_t count, size_t size) {
 
 static inline int pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
 
+/* Alignments up to 16 are every block's: the malloc hit serves them. */
+static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
+  if (alignment <= 16) return malloc_ra(size, ra);
+  tp_tcache_t *tc = _tp_tcache_get();
+  return _tp_alloc(size, alignment, group_for(tc, ra, size), 0);
+}
+
 void *tp_aligned_alloc(size_t alignment, size_t size) {
   if (!pow2(alignment)) {
     errno = EINVAL;
     return NULL;
   }
-  tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(size, alignment, group_for(tc, RA(), size), 0);
+  return aligned_ra(alignment, size, RA());
+}
+
+void *_tp_aligned_site(size_t alignment, size_t size, uintptr_t site) {
+  if (!pow2(alignment)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return aligned_ra(alignment, size, site);
 }
 
 void *tp_memalign(size_t alignment, size_t size) {
@@ -411,15 +425,13 @@ void *tp_memalign(size_t alignment, size_t size) {
     while (a < alignment) a <<= 1;
     alignment = a;
   }
-  tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(size, alignment, group_for(tc, RA(), size), 0);
+  return aligned_ra(alignment, size, RA());
 }
 
 int tp_posix_memalign(void **out, size_t alignment, size_t size) {
   if (!pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
-  tp_tcache_t *tc = _tp_tcache_get();
   int saved = errno;
-  void *p = _tp_alloc(size, alignment, group_for(tc, RA(), size), 0);
+  void *p = aligned_ra(alignment, size, RA());
   if (p == NULL) {
     errno = saved;
     return ENOMEM;

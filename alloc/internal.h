@@ -455,6 +455,8 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) TP_INTERNAL;
 void _tp_free_checked(void *p) TP_INTERNAL;
 /* malloc on behalf of an allocation site (operator new passes its caller's address). */
 void *_tp_malloc_site(size_t size, uintptr_t site) TP_INTERNAL;
+/* aligned_alloc on behalf of an allocation site (aligned operator new). */
+void *_tp_aligned_site(size_t alignment, size_t size, uintptr_t site) TP_INTERNAL;
 size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) TP_INTERNAL;
 
 #endif

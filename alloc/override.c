@@ -65,20 +65,20 @@ CXX void *_ZnamRKSt9nothrow_t(size_t n, const void *nt) {
   return _tp_malloc_site(n, (uintptr_t)__builtin_return_address(0));
 }
 CXX void *_ZnwmSt11align_val_t(size_t n, size_t al) {
-  void *p = tp_aligned_alloc(al, n);
+  void *p = _tp_aligned_site(al, n, (uintptr_t)__builtin_return_address(0));
   return p ? p : real_new_al("_ZnwmSt11align_val_t", n, al);
 }
 CXX void *_ZnamSt11align_val_t(size_t n, size_t al) {
-  void *p = tp_aligned_alloc(al, n);
+  void *p = _tp_aligned_site(al, n, (uintptr_t)__builtin_return_address(0));
   return p ? p : real_new_al("_ZnamSt11align_val_t", n, al);
 }
 CXX void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt) {
   (void)nt;
-  return tp_aligned_alloc(al, n);
+  return _tp_aligned_site(al, n, (uintptr_t)__builtin_return_address(0));
 }
 CXX void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt) {
   (void)nt;
-  return tp_aligned_alloc(al, n);
+  return _tp_aligned_site(al, n, (uintptr_t)__builtin_return_address(0));
 }
 CXX void _ZdlPv(void *p) { tp_free(p); }
 CXX void _ZdaPv(void *p) { tp_free(p); }

@@ -105,8 +105,8 @@ static int grow(size_t bytes, size_t align) {
   void *p = NULL;
   for (size_t len = want;; len = len / 2 > need ? len / 2 : need) {
     if (nchunks == 0 && len >= ((size_t)1 << 30)) /* the first chunk starts a page directory */
-      p = _tp_os_reserve(hint, len, (size_t)1 << 30);
-    if (p == NULL) p = _tp_os_reserve(hint, len, TP_HPAGE);
+      p = _tp_os_hooks.reserve(hint, len, (size_t)1 << 30);
+    if (p == NULL) p = _tp_os_hooks.reserve(hint, len, TP_HPAGE);
     if (p != NULL) {
       want = len;
       break;
@@ -141,7 +141,7 @@ static void promote_one(tp_hpage_t *h, void *arg) {
   (void)arg;
   if (!h->start || h->source != TP_SRC_4K) return;
   h->start = 0;
-  if (_tp_os_promote((void *)h->addr) != 0) return;
+  if (_tp_os_hooks.promote((void *)h->addr) != 0) return;
   _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
   _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
   _tp_heap_ctr.promoted++;
@@ -174,8 +174,8 @@ static int want_source(void) {
 
 static int back(tp_hpage_t *h) {
   unsigned fb = 0;
-  int node = _tp_os_current_node();
-  int src = _tp_os_back((void *)h->addr, want_source(), &fb, node);
+  int node = _tp_os_hooks.current_node();
+  int src = _tp_os_hooks.back((void *)h->addr, want_source(), &fb, node);
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
   h->source = (uint8_t)src;
@@ -188,7 +188,7 @@ static int back(tp_hpage_t *h) {
 }
 
 static void decommit(tp_hpage_t *h) {
-  _tp_os_decommit((void *)h->addr, TP_HPAGE);
+  _tp_os_hooks.decommit((void *)h->addr, TP_HPAGE);
   _tp_heap_ctr.pages_by_source[h->source]--;
   _tp_heap_ctr.pages_by_node[h->node]--;
   _tp_heap_ctr.pages_returned++;
@@ -203,7 +203,7 @@ static tp_hpage_t *get_hpage(void) {
   tp_hpage_t *h = NULL;
   decay();
   if (empty_list) {
-    int node = _tp_os_current_node() & 7;
+    int node = _tp_os_hooks.current_node() & 7;
     for (tp_hpage_t *e = empty_list; e; e = e->next)
       if (e->node == node) { h = e; break; }
     if (h == NULL) h = empty_list;

@@ -162,3 +162,5 @@ void _tp_os_discover(void) {
   discover_numa();
   _tp_os.discovered = 1;
 }
+
+tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node};

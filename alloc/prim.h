@@ -48,4 +48,17 @@ extern tp_os_info_t _tp_os __attribute__((visibility("hidden")));
 /* The NUMA node of the calling thread (0 when unknown). */
 int _tp_os_current_node(void) __attribute__((visibility("hidden")));
 
+/* The heap reaches the OS only through this table (jemalloc's hpa_hooks idea): it starts as
+ * the functions above, and unit tests replace entries with fakes that hand out addresses
+ * without memory behind them and record the calls, so the heap's bookkeeping can be tested
+ * without mmap. Written only before the first allocation (or, in a test, before any use). */
+typedef struct tp_os_hooks_s {
+  void *(*reserve)(void *hint, size_t len, size_t align);
+  int (*back)(void *addr, int want, unsigned *fallbacks, int node);
+  void (*decommit)(void *addr, size_t len);
+  int (*promote)(void *addr);
+  int (*current_node)(void);
+} tp_os_hooks_t;
+extern tp_os_hooks_t _tp_os_hooks __attribute__((visibility("hidden")));
+
 #endif

@@ -511,6 +511,7 @@ static void move_to_thp(tp_hpage_t *h, void *arg) {
   _tp_heap_ctr.pages_by_source[h->source]--;
   _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
   h->source = TP_SRC_THP;
+  h->window = 0; /* the copy took this part of the hugetlb window's mapping */
   _tp_heap_ctr.fork_unshared++;
   atomic_store(&converting, 0);
   if (al > tmp) munmap(tmp, (size_t)(al - tmp));
@@ -523,7 +524,10 @@ void _tp_heap_prefork(void) {
   _tp_heap_foreach(count_hugetlb, &need);
   if (need == 0) return;
   long avail = pool_free_pages();
-  if (avail >= 0 && (size_t)avail >= need) return;
+  if (avail >= 0 && (size_t)avail >= need) {
+    _tp_os_forking();
+    return;
+  }
   /* The handler stays once installed: a writer's fault taken during a move may be delivered
    * after the move is over, and the disposition is read at delivery. Faults that are not a
    * moved heap page go to the program's previous handler (or its default action). If the

@@ -168,6 +168,7 @@ struct tp_hpage_s {
   uint8_t node;
   uint8_t listed;        /* which list holds it (TP_LIST_*) */
   uint8_t start;         /* on 4 KiB pages because the heap was small (promoted once it grows) */
+  uint8_t window;        /* os.c: inside a hugetlb-file mapping (a window), claimed or not */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
   uint32_t used_mask;    /* bit i: slot i carved */

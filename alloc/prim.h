@@ -21,11 +21,16 @@ void *_tp_os_reserve(void *hint, size_t len, size_t align) __attribute__((visibi
  * heap holds pool_max pool pages (_tp_heap_ctr), and that is counted in _tp_os.pool_capped. */
 int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) __attribute__((visibility("hidden")));
 
-/* Gives the hpage's memory back (to the hugetlbfs pool or the OS); keeps the range reserved. */
+/* Gives the hpages' memory back (to the hugetlbfs pool or the OS); keeps the range reserved:
+ * PROT_NONE, or for a pool page in a window the window itself, unbacked (see os.c). */
 void _tp_os_decommit(void *addr, size_t len) __attribute__((visibility("hidden")));
 /* Turns a backed 4 KiB-page hpage into a transparent huge page now (MADV_COLLAPSE): 0 when it
  * is one, -1 when the kernel could not (the memory stays as it was, contents kept). */
 int _tp_os_promote(void *addr) __attribute__((visibility("hidden")));
+
+/* A fork is about to share the heap's pool pages with a child (heap lock held): until they
+ * are no longer shared, _tp_os_back leaves one free pool page per shared page (os.c). */
+void _tp_os_forking(void) __attribute__((visibility("hidden")));
 
 /* Pool discovery through libhugetlbfs and NUMA set-up through libnuma (see rule 1). */
 void _tp_os_discover(void) __attribute__((visibility("hidden")));
@@ -42,6 +47,10 @@ typedef struct tp_os_info_s {
   /* Counted by _tp_os_back under the heap lock: */
   size_t pool_capped;       /* hpages that skipped the hugetlbfs pool because of pool_max */
   size_t pool_peak;         /* most hugetlbfs pool pages held at once */
+  size_t hugetlb_windows;   /* window mappings made (one hugetlbfs-file mapping, up to 1 GiB) */
+  size_t hugetlb_files;     /* hugetlbfs files opened for windows (a closed one is replaced) */
+  size_t cow_kept;          /* hpages that skipped the pool to leave it for a fork's copies */
+  size_t hugetlb_single;    /* pool pages mapped one mapping each (no window could be made) */
 } tp_os_info_t;
 extern tp_os_info_t _tp_os __attribute__((visibility("hidden")));
 

@@ -45,6 +45,20 @@ void tp_stats_get(tp_stats_t *st) {
   st->density = st->mapped_bytes ? (double)st->live_bytes / (double)st->mapped_bytes : 0.0;
 }
 
+/* Mappings the process has now (lines of /proc/self/maps; -1 when unreadable): what
+ * vm.max_map_count bounds. Read with plain read(): no malloc. */
+static long count_mappings(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  long n = 0;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < r; i++) n += buf[i] == '\n';
+  close(fd);
+  return n;
+}
+
 /* The pool_max cap in force, or `none` when there is no cap. */
 static const char *pool_max_text(char buf[24], const char *none) {
   if (_tp_opt.pool_max == SIZE_MAX) return none;
@@ -76,12 +90,14 @@ void tp_stats_print(FILE *out, int json) {
             "\"pages_thp\":%zu,"
             "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
             "\"pool_pages_peak\":%zu,\"pool_capped\":%zu,\"pool_max\":%s,"
+            "\"hugetlb_windows\":%zu,\"hugetlb_files\":%zu,\"hugetlb_single\":%zu,\"pool_cow_kept\":%zu,\"mappings\":%ld,"
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
             _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
             c.fork_unshared, c.promoted, st.density, _tp_os.pool_peak, _tp_os.pool_capped,
-            pool_max_text(max_buf, "null"), _tp_os.numa_nodes, _tp_os.numa_note);
+            pool_max_text(max_buf, "null"), _tp_os.hugetlb_windows, _tp_os.hugetlb_files, _tp_os.hugetlb_single,
+            _tp_os.cow_kept, count_mappings(), _tp_os.numa_nodes, _tp_os.numa_note);
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
     fprintf(out, "]}\n");
@@ -108,6 +124,11 @@ void tp_stats_print(FILE *out, int json) {
   ROW("pool_pages_peak", "%zu", _tp_os.pool_peak);
   ROW("pool_capped", "%zu", _tp_os.pool_capped);
   ROW("pool_max", "%s", pool_max_text(max_buf, "none"));
+  ROW("hugetlb_windows", "%zu", _tp_os.hugetlb_windows);
+  ROW("hugetlb_files", "%zu", _tp_os.hugetlb_files);
+  ROW("hugetlb_single", "%zu", _tp_os.hugetlb_single);
+  ROW("pool_cow_kept", "%zu", _tp_os.cow_kept);
+  ROW("mappings", "%ld", count_mappings());
   ROW("reserved_bytes", "%zu", c.reserved_bytes);
   ROW("meta_bytes", "%zu", _tp_meta_bytes());
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);

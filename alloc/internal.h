@@ -104,6 +104,17 @@ void _tp_meta_free(void *p, size_t size) TP_INTERNAL;
 void _tp_meta_prefork(void) TP_INTERNAL;
 void _tp_meta_postfork(int child) TP_INTERNAL;
 size_t _tp_meta_bytes(void) TP_INTERNAL;
+/* How much metadata there is and on which pages (read from /proc/self/smaps: stats only). */
+typedef struct tp_meta_pages_s {
+  size_t used_bytes;      /* handed out (meta_bytes) */
+  size_t reserved_bytes;  /* address space of the metadata regions */
+  size_t resident_bytes;  /* of which resident */
+  size_t thp_bytes;       /* resident on transparent huge pages */
+  size_t small_bytes;     /* resident on 4 KiB pages */
+  size_t tlb_entries;     /* thp_bytes / 2 MiB + small_bytes / 4 KiB */
+  size_t mappings;
+} tp_meta_pages_t;
+int _tp_meta_pages(tp_meta_pages_t *m) TP_INTERNAL;
 
 /* ---- OS primitives (os.c, contract in prim.h) ---------------------------------------- */
 #include "prim.h"

@@ -81,6 +81,8 @@ void tp_stats_print(FILE *out, int json) {
   static const char *group_names[] = {"site", "thread", "none"};
   const char *mount = _tp_os.mount[0] ? _tp_os.mount : "";
   char max_buf[24];
+  tp_meta_pages_t mp;
+  _tp_meta_pages(&mp);
   if (json) {
     fprintf(out,
             "{\"pid\":%d,\"pool\":\"%s\",\"group\":\"%s\",\"hugetlbfs_mount\":\"%s\","
@@ -91,13 +93,16 @@ void tp_stats_print(FILE *out, int json) {
             "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
             "\"pool_pages_peak\":%zu,\"pool_capped\":%zu,\"pool_max\":%s,"
             "\"hugetlb_windows\":%zu,\"hugetlb_files\":%zu,\"hugetlb_single\":%zu,\"pool_cow_kept\":%zu,\"mappings\":%ld,"
+            "\"meta_reserved_bytes\":%zu,\"meta_resident_bytes\":%zu,\"meta_thp_bytes\":%zu,"
+            "\"meta_4k_bytes\":%zu,\"meta_tlb_entries\":%zu,\"meta_mappings\":%zu,"
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
             _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
             c.fork_unshared, c.promoted, st.density, _tp_os.pool_peak, _tp_os.pool_capped,
             pool_max_text(max_buf, "null"), _tp_os.hugetlb_windows, _tp_os.hugetlb_files, _tp_os.hugetlb_single,
-            _tp_os.cow_kept, count_mappings(), _tp_os.numa_nodes, _tp_os.numa_note);
+            _tp_os.cow_kept, count_mappings(), mp.reserved_bytes, mp.resident_bytes, mp.thp_bytes, mp.small_bytes,
+            mp.tlb_entries, mp.mappings, _tp_os.numa_nodes, _tp_os.numa_note);
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
     fprintf(out, "]}\n");
@@ -131,6 +136,11 @@ void tp_stats_print(FILE *out, int json) {
   ROW("mappings", "%ld", count_mappings());
   ROW("reserved_bytes", "%zu", c.reserved_bytes);
   ROW("meta_bytes", "%zu", _tp_meta_bytes());
+  ROW("meta_resident", "%zu", mp.resident_bytes);
+  ROW("meta_thp_bytes", "%zu", mp.thp_bytes);
+  ROW("meta_4k_bytes", "%zu", mp.small_bytes);
+  ROW("meta_tlb_entries", "%zu", mp.tlb_entries);
+  ROW("meta_mappings", "%zu", mp.mappings);
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);
   if (_tp_os.numa_note[0]) ROW("numa_note", "%s", _tp_os.numa_note);
 #undef ROW

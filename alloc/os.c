@@ -94,7 +94,10 @@ static int window_file(void) {
   if (win_fd >= 0 && fstat(win_fd, &st) == 0 && st.st_dev == win_dev && st.st_ino == win_ino) return win_fd;
   win_fd = -1; /* closed, or the number is somebody else's now: never touch it again */
   int fd = memfd_create("tlbpack", MFD_HUGETLB | MFD_HUGE_2MB | MFD_CLOEXEC);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    windows_off = 1; /* no memfd (old kernel, sandbox): one MAP_HUGETLB mapping per page */
+    return -1;
+  }
   int high = fcntl(fd, F_DUPFD_CLOEXEC, 100); /* out of the way of dup2 onto low numbers */
   if (high >= 0) {
     close(fd);

@@ -62,6 +62,7 @@ enum { TP_POOL_AUTO, TP_POOL_HUGETLBFS, TP_POOL_THP, TP_POOL_4K };
 enum { TP_GROUP_SITE, TP_GROUP_THREAD, TP_GROUP_NONE };
 enum { TP_NUMA_DEFAULT, TP_NUMA_LOCAL, TP_NUMA_INTERLEAVE, TP_NUMA_OFF };
 enum { TP_STATS_OFF, TP_STATS_TEXT, TP_STATS_JSON };
+enum { TP_GPAGES_AUTO, TP_GPAGES_OFF };
 
 typedef struct tp_options_s {
   int stats;
@@ -74,6 +75,8 @@ typedef struct tp_options_s {
   size_t exclusive_bytes;     /* a group gets hpages of its own past this many slab bytes */
   size_t start_bytes;         /* pool:auto: the heap's first hpages up to this size are on 4 KiB pages */
   size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
+  int gpages;                 /* TP_GPAGES_*: 1 GiB pool pages when a 1 GiB pool exists */
+  size_t gpage_bytes;         /* ... once the heap's backed hpages reach this many bytes */
   char regions_path[256];
 } tp_options_t;
 
@@ -171,7 +174,9 @@ enum {
   TP_HP_LARGE_TAIL
 };
 /* TP_SRC_HUGETLB: the hugetlbfs pool, mapped with MAP_HUGETLB (see _tp_os_discover). */
-enum { TP_SRC_NONE = 0, TP_SRC_HUGETLB, TP_SRC_THP, TP_SRC_4K, TP_SRC_COUNT };
+/* TP_SRC_1G: one of the 512 hpages of a 1 GiB pool page (the heap takes those a GiB at a
+ * time, past gpage_mb of heap; they are kept until exit: see heap.c). */
+enum { TP_SRC_NONE = 0, TP_SRC_HUGETLB, TP_SRC_THP, TP_SRC_4K, TP_SRC_1G, TP_SRC_COUNT };
 
 struct tp_hpage_s {
   uint8_t state;

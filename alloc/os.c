@@ -36,6 +36,9 @@
 #ifndef MFD_HUGE_2MB
 #define MFD_HUGE_2MB (21u << 26)
 #endif
+#ifndef MFD_HUGE_1GB
+#define MFD_HUGE_1GB (30u << 26)
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -320,4 +323,34 @@ void _tp_os_discover(void) {
   _tp_os.discovered = 1;
 }
 
-tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node};
+/* ---- 1 GiB pages ------------------------------------------------------------------------
+ * One file per page, its descriptor closed at once (the mapping keeps the file): nothing for
+ * a program that closes descriptors to break, and a GiB is one mapping anyway. */
+#define GPAGES_FREE "/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
+int _tp_os_back_1g(void *addr) {
+  const size_t g = (size_t)1 << 30;
+  if (_tp_opt.gpages == TP_GPAGES_OFF || (_tp_opt.pool != TP_POOL_AUTO && _tp_opt.pool != TP_POOL_HUGETLBFS)) return -1;
+  int fd = open(GPAGES_FREE, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[32];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  if (strtol(buf, NULL, 10) < 1) return -1;
+  if (addr == NULL) return 0;
+  fd = memfd_create("tlbpack-1g", MFD_HUGETLB | MFD_HUGE_1GB | MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  void *p = mmap(addr, g, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0);
+  close(fd);
+  if (p != addr || madvise(addr, g, MADV_POPULATE_WRITE) != 0) {
+    if (p != MAP_FAILED && p != addr) munmap(p, g);
+    rereserve(addr, g);
+    return -1;
+  }
+  _tp_os.gpages_taken++;
+  return 0;
+}
+
+tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node,
+                              _tp_os_back_1g};

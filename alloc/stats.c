@@ -36,7 +36,7 @@ void tp_stats_get(tp_stats_t *st) {
   while (lb > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, lb)) {
   }
   st->peak_live_bytes = (size_t)(peak > lb ? peak : lb);
-  st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLB];
+  st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLB] + c.pages_by_source[TP_SRC_1G];
   st->pages_thp = c.pages_by_source[TP_SRC_THP];
   st->pages_4k = c.pages_by_source[TP_SRC_4K];
   st->mapped_bytes = (st->pages_hugetlbfs + st->pages_thp + st->pages_4k) * TP_HPAGE;
@@ -90,7 +90,7 @@ void tp_stats_print(FILE *out, int json) {
             "\"peak_live_bytes\":%zu,\"live_objects\":%zu,\"mapped_bytes\":%zu,"
             "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
             "\"pages_thp\":%zu,"
-            "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
+            "\"pages_4k\":%zu,\"pages_1g\":%zu,\"gpages\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
             "\"pool_pages_peak\":%zu,\"pool_capped\":%zu,\"pool_max\":%s,"
             "\"hugetlb_windows\":%zu,\"hugetlb_files\":%zu,\"hugetlb_single\":%zu,\"pool_cow_kept\":%zu,\"mappings\":%ld,"
             "\"meta_reserved_bytes\":%zu,\"meta_resident_bytes\":%zu,\"meta_thp_bytes\":%zu,"
@@ -98,7 +98,7 @@ void tp_stats_print(FILE *out, int json) {
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
-            _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
+            _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, c.pages_by_source[TP_SRC_1G], _tp_os.gpages_taken, st.fallbacks, st.pages_returned,
             c.fork_unshared, c.promoted, st.density, _tp_os.pool_peak, _tp_os.pool_capped,
             pool_max_text(max_buf, "null"), _tp_os.hugetlb_windows, _tp_os.hugetlb_files, _tp_os.hugetlb_single,
             _tp_os.cow_kept, count_mappings(), mp.reserved_bytes, mp.resident_bytes, mp.thp_bytes, mp.small_bytes,
@@ -121,6 +121,8 @@ void tp_stats_print(FILE *out, int json) {
   ROW("pages_hugetlbfs", "%zu", st.pages_hugetlbfs);
   ROW("pages_thp", "%zu", st.pages_thp);
   ROW("pages_4k", "%zu", st.pages_4k);
+  ROW("pages_1g", "%zu", c.pages_by_source[TP_SRC_1G]);
+  ROW("gpages", "%zu", _tp_os.gpages_taken);
   ROW("fallbacks", "%zu", st.fallbacks);
   ROW("pages_returned", "%zu", st.pages_returned);
   ROW("density", "%.4f", st.density);
@@ -153,10 +155,11 @@ typedef struct {
   int src;
 } regions_t;
 
-static const char *src_size(int src) { return src == TP_SRC_4K ? "4k" : "2m"; }
+static const char *src_size(int src) { return src == TP_SRC_4K ? "4k" : src == TP_SRC_1G ? "1g" : "2m"; }
 static const char *src_name(int src) {
   switch (src) {
-  case TP_SRC_HUGETLB: return "hugetlbfs";
+  case TP_SRC_HUGETLB:
+  case TP_SRC_1G: return "hugetlbfs";
   case TP_SRC_THP: return "thp";
   default: return "4k";
   }
@@ -175,7 +178,7 @@ static void regions_page(tp_hpage_t *h, void *arg) {
     regions_flush(r);
     return;
   }
-  int same_kind = r->end == h->addr && src_name(r->src) == src_name(h->source);
+  int same_kind = r->end == h->addr && src_name(r->src) == src_name(h->source) && src_size(r->src) == src_size(h->source);
   if (!same_kind) {
     regions_flush(r);
     r->start = h->addr;

@@ -105,8 +105,8 @@ static int grow(size_t bytes, size_t align) {
   void *p = NULL;
   for (size_t len = want;; len = len / 2 > need ? len / 2 : need) {
     if (nchunks == 0 && len >= ((size_t)1 << 30)) /* the first chunk starts a page directory */
-      p = _tp_os_reserve(hint, len, (size_t)1 << 30);
-    if (p == NULL) p = _tp_os_reserve(hint, len, TP_HPAGE);
+      p = _tp_os_hooks.reserve(hint, len, (size_t)1 << 30);
+    if (p == NULL) p = _tp_os_hooks.reserve(hint, len, TP_HPAGE);
     if (p != NULL) {
       want = len;
       break;
@@ -148,7 +148,7 @@ static void promote_start_pages(void) {
     tp_hpage_t *h = start_pages[i];
     if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE || h->nused < TP_SLOTS * 3 / 4) continue;
     h->start = 0;
-    if (_tp_os_promote((void *)h->addr) != 0) continue;
+    if (_tp_os_hooks.promote((void *)h->addr) != 0) continue;
     _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
     _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
     _tp_heap_ctr.promoted++;
@@ -177,8 +177,8 @@ static int want_source(void) {
 
 static int back(tp_hpage_t *h) {
   unsigned fb = 0;
-  int node = _tp_os_current_node();
-  int src = _tp_os_back((void *)h->addr, want_source(), &fb, node);
+  int node = _tp_os_hooks.current_node();
+  int src = _tp_os_hooks.back((void *)h->addr, want_source(), &fb, node);
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
   h->source = (uint8_t)src;
@@ -192,7 +192,7 @@ static int back(tp_hpage_t *h) {
 }
 
 static void decommit(tp_hpage_t *h) {
-  _tp_os_decommit((void *)h->addr, TP_HPAGE);
+  _tp_os_hooks.decommit((void *)h->addr, TP_HPAGE);
   _tp_heap_ctr.pages_by_source[h->source]--;
   _tp_heap_ctr.pages_by_node[h->node]--;
   _tp_heap_ctr.pages_returned++;
@@ -202,12 +202,49 @@ static void decommit(tp_hpage_t *h) {
   h->start = 0;
 }
 
+/* 1 GiB pages. Past gpage_mb of backed heap, new memory at the end of the heap comes a GiB
+ * at a time from the 1 GiB pool when it has a free page: its 512 hpages become empty records
+ * of source TP_SRC_1G, used first. A 1 GiB page cannot be given back in parts, so they are
+ * kept until exit (they never decay, whatever retain_mb says). */
+#define TP_GIB ((size_t)1 << 30)
+static size_t backed_bytes(void) {
+  size_t backed = 0;
+  for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
+  return backed * TP_HPAGE;
+}
+
+static tp_hpage_t *grow_1g(void) {
+  if (_tp_opt.gpages == TP_GPAGES_OFF || _tp_os_hooks.back_1g == NULL || backed_bytes() < _tp_opt.gpage_bytes)
+    return NULL;
+  if (_tp_os_hooks.back_1g(NULL) != 0) return NULL; /* no free 1 GiB page: reserve nothing */
+  if (grow(TP_GIB, TP_GIB) != 0) return NULL;
+  uintptr_t aligned = (cursor + TP_GIB - 1) & ~(uintptr_t)(TP_GIB - 1);
+  if (aligned + TP_GIB > cursor_end) return NULL;
+  if (_tp_os_hooks.back_1g((void *)aligned) != 0) return NULL; /* the cursor stays: 2 MiB pages */
+  for (; cursor < aligned; cursor += TP_HPAGE) put_on_list(_tp_hpage_of((void *)cursor), TP_LIST_FREE);
+  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  for (size_t i = TP_GIB / TP_HPAGE; i-- > 0;) {
+    tp_hpage_t *h = _tp_hpage_of((void *)(aligned + i * TP_HPAGE));
+    h->source = TP_SRC_1G;
+    h->state = TP_HP_EMPTY;
+    h->start = 0;
+    h->node = 0;
+    h->fresh_mask = TP_ALL_SLOTS;
+    h->last_use = now;
+    if (i > 0) put_on_list(h, TP_LIST_EMPTY); /* pushed last to first: used in address order */
+  }
+  cursor = aligned + TP_GIB;
+  _tp_heap_ctr.pages_by_source[TP_SRC_1G] += TP_GIB / TP_HPAGE;
+  _tp_heap_ctr.pages_by_node[0] += TP_GIB / TP_HPAGE;
+  return _tp_hpage_of((void *)aligned);
+}
+
 /* One backed, empty hpage: a retained one first (prefer this node's), then address space. */
 static tp_hpage_t *get_hpage(void) {
   tp_hpage_t *h = NULL;
   decay();
   if (empty_list) {
-    int node = _tp_os_current_node() & 7;
+    int node = _tp_os_hooks.current_node() & 7;
     for (tp_hpage_t *e = empty_list; e; e = e->next)
       if (e->node == node) { h = e; break; }
     if (h == NULL) h = empty_list;
@@ -217,6 +254,8 @@ static tp_hpage_t *get_hpage(void) {
   if (free_list) {
     h = free_list;
     take_off_list(h);
+  } else if ((h = grow_1g()) != NULL) {
+    return h;
   } else {
     if (grow(TP_HPAGE, TP_HPAGE) != 0) return NULL;
     h = _tp_hpage_of((void *)cursor);
@@ -238,7 +277,7 @@ static void decay(void) {
   uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   for (tp_hpage_t *e = empty_list, *next; e; e = next) {
     next = e->next;
-    if (now - e->last_use > TP_DECAY_REFILLS) {
+    if (e->source != TP_SRC_1G && now - e->last_use > TP_DECAY_REFILLS) {
       take_off_list(e);
       decommit(e);
       put_on_list(e, TP_LIST_FREE);
@@ -255,7 +294,7 @@ static void make_empty(tp_hpage_t *h) {
   h->nused = 0;
   h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   memset(h->slot_slab, 0, TP_SLOTS * sizeof *h->slot_slab);
-  if ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
+  if (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
     decommit(h);
     put_on_list(h, TP_LIST_FREE);
   } else {
@@ -454,6 +493,17 @@ static long pool_free_pages(void) {
   return p ? strtol(p + 15, NULL, 10) : -1;
 }
 
+static long gpool_free_pages(void) {
+  int fd = open("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[32];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  return strtol(buf, NULL, 10);
+}
+
 /* Fork with a short pool. A private hugetlb page shared with a fork child is copied on the
  * first write to it, from the pool. With no free page the kernel either kills the child
  * (SIGBUS on its write) or, when the parent writes first, gives the page to the parent and
@@ -463,16 +513,22 @@ static long pool_free_pages(void) {
  * read-only, copied, and the copy moved over it with mremap; a thread that writes to the page
  * meanwhile takes a SIGSEGV, which a handler turns into a wait, and its write is retried on
  * the copy. Nothing is lost; later pages come from the pool. */
-static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB; }
+static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_1G; }
 
-static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
+/* Pool pages the heap holds, in pages of each size: [0] 2 MiB, [1] 1 GiB. */
+static void count_hugetlb(tp_hpage_t *h, void *arg) {
+  size_t *n = arg;
+  if (h->source == TP_SRC_HUGETLB) n[0]++;
+  else if (h->source == TP_SRC_1G && (h->addr & (TP_GIB - 1)) == 0) n[1]++;
+}
 
-static _Atomic uintptr_t converting; /* the hpage being moved, 0 when none */
+static _Atomic uintptr_t converting; /* the range being moved, 0 when none */
+static size_t converting_len = TP_HPAGE;
 static struct sigaction segv_old;
 
 static void segv_wait(int sig, siginfo_t *si, void *uc) {
   uintptr_t a = (uintptr_t)si->si_addr, c = atomic_load(&converting);
-  if (c != 0 && a - c < TP_HPAGE) {
+  if (c != 0 && a - c < converting_len) {
     while (atomic_load(&converting) == c) sched_yield();
     return; /* the write is retried, on the copy */
   }
@@ -496,38 +552,55 @@ static void segv_wait(int sig, siginfo_t *si, void *uc) {
   sigaction(SIGSEGV, &dfl, NULL);
 }
 
+/* Copies [a, a + len) onto anonymous THP memory and moves the copy over it. */
+static int move_range(void *a, size_t len) {
+  char *tmp = mmap(NULL, len + TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (tmp == MAP_FAILED) return -1; /* no memory to copy into: fork as it is */
+  char *al = (char *)(((uintptr_t)tmp + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
+  madvise(al, len, MADV_HUGEPAGE);
+  converting_len = len;
+  atomic_store(&converting, (uintptr_t)a);
+  mprotect(a, len, PROT_READ);
+  memcpy(al, a, len);
+  if (mremap(al, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
+    _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
+  atomic_store(&converting, 0);
+  if (al > tmp) munmap(tmp, (size_t)(al - tmp));
+  if (tmp + len + TP_HPAGE > al + len) munmap(al + len, (size_t)(tmp + len + TP_HPAGE - (al + len)));
+  return 0;
+}
+
 static void move_to_thp(tp_hpage_t *h, void *arg) {
   int *failed = arg;
   if (*failed || !is_hugetlb(h)) return;
-  void *a = (void *)h->addr;
-  char *tmp = mmap(NULL, 2 * TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (tmp == MAP_FAILED) {
-    *failed = 1; /* no memory to copy into: fork as it is */
+  /* A 1 GiB page moves whole, from its first hpage (the kernel cannot split it). */
+  size_t n = h->source == TP_SRC_1G ? TP_GIB / TP_HPAGE : 1;
+  if (n > 1 && (h->addr & (TP_GIB - 1)) != 0) return;
+  if (move_range((void *)h->addr, n * TP_HPAGE) != 0) {
+    *failed = 1;
     return;
   }
-  char *al = (char *)(((uintptr_t)tmp + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
-  madvise(al, TP_HPAGE, MADV_HUGEPAGE);
-  atomic_store(&converting, (uintptr_t)a);
-  mprotect(a, TP_HPAGE, PROT_READ);
-  memcpy(al, a, TP_HPAGE);
-  if (mremap(al, TP_HPAGE, TP_HPAGE, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
-    _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
-  _tp_heap_ctr.pages_by_source[h->source]--;
-  _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
-  h->source = TP_SRC_THP;
-  _tp_heap_ctr.fork_unshared++;
-  atomic_store(&converting, 0);
-  if (al > tmp) munmap(tmp, (size_t)(al - tmp));
-  if (tmp + 2 * TP_HPAGE > al + TP_HPAGE) munmap(al + TP_HPAGE, (size_t)(tmp + 2 * TP_HPAGE - (al + TP_HPAGE)));
+  for (size_t i = 0; i < n; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(h->addr + i * TP_HPAGE));
+    _tp_heap_ctr.pages_by_source[x->source]--;
+    _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+    x->source = TP_SRC_THP;
+    x->window = 0; /* the copy took this part of the hugetlb window's mapping */
+  }
+  _tp_heap_ctr.fork_unshared += n;
 }
 
 void _tp_heap_prefork(void) {
   _tp_lock(&_tp_heap_lock);
-  size_t need = 0;
-  _tp_heap_foreach(count_hugetlb, &need);
-  if (need == 0) return;
-  long avail = pool_free_pages();
-  if (avail >= 0 && (size_t)avail >= need) return;
+  size_t held[2] = {0, 0};
+  _tp_heap_foreach(count_hugetlb, held);
+  size_t need = held[0];
+  if (need == 0 && held[1] == 0) return;
+  long avail = pool_free_pages(), avail_1g = gpool_free_pages();
+  if (avail >= 0 && (size_t)avail >= need && (held[1] == 0 || (avail_1g >= 0 && (size_t)avail_1g >= held[1]))) {
+    _tp_os_forking();
+    return;
+  }
   /* The handler stays once installed: a writer's fault taken during a move may be delivered
    * after the move is over, and the disposition is read at delivery. Faults that are not a
    * moved heap page go to the program's previous handler (or its default action). If the

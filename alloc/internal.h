@@ -62,6 +62,7 @@ enum { TP_POOL_AUTO, TP_POOL_HUGETLBFS, TP_POOL_THP, TP_POOL_4K };
 enum { TP_GROUP_SITE, TP_GROUP_THREAD, TP_GROUP_NONE };
 enum { TP_NUMA_DEFAULT, TP_NUMA_LOCAL, TP_NUMA_INTERLEAVE, TP_NUMA_OFF };
 enum { TP_STATS_OFF, TP_STATS_TEXT, TP_STATS_JSON };
+enum { TP_GPAGES_AUTO, TP_GPAGES_OFF };
 
 typedef struct tp_options_s {
   int stats;
@@ -74,6 +75,8 @@ typedef struct tp_options_s {
   size_t exclusive_bytes;     /* a group gets hpages of its own past this many slab bytes */
   size_t start_bytes;         /* pool:auto: the heap's first hpages up to this size are on 4 KiB pages */
   size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
+  int gpages;                 /* TP_GPAGES_*: 1 GiB pool pages when a 1 GiB pool exists */
+  size_t gpage_bytes;         /* ... once the heap's backed hpages reach this many bytes */
   char regions_path[256];
 } tp_options_t;
 
@@ -132,6 +135,17 @@ void _tp_meta_free(void *p, size_t size) TP_INTERNAL;
 void _tp_meta_prefork(void) TP_INTERNAL;
 void _tp_meta_postfork(int child) TP_INTERNAL;
 size_t _tp_meta_bytes(void) TP_INTERNAL;
+/* How much metadata there is and on which pages (read from /proc/self/smaps: stats only). */
+typedef struct tp_meta_pages_s {
+  size_t used_bytes;      /* handed out (meta_bytes) */
+  size_t reserved_bytes;  /* address space of the metadata regions */
+  size_t resident_bytes;  /* of which resident */
+  size_t thp_bytes;       /* resident on transparent huge pages */
+  size_t small_bytes;     /* resident on 4 KiB pages */
+  size_t tlb_entries;     /* thp_bytes / 2 MiB + small_bytes / 4 KiB */
+  size_t mappings;
+} tp_meta_pages_t;
+int _tp_meta_pages(tp_meta_pages_t *m) TP_INTERNAL;
 
 /* ---- OS primitives (os.c, contract in prim.h) ---------------------------------------- */
 #include "prim.h"
@@ -188,7 +202,9 @@ enum {
   TP_HP_LARGE_TAIL
 };
 /* TP_SRC_HUGETLB: the hugetlbfs pool, mapped with MAP_HUGETLB (see _tp_os_discover). */
-enum { TP_SRC_NONE = 0, TP_SRC_HUGETLB, TP_SRC_THP, TP_SRC_4K, TP_SRC_COUNT };
+/* TP_SRC_1G: one of the 512 hpages of a 1 GiB pool page (the heap takes those a GiB at a
+ * time, past gpage_mb of heap; they are kept until exit: see heap.c). */
+enum { TP_SRC_NONE = 0, TP_SRC_HUGETLB, TP_SRC_THP, TP_SRC_4K, TP_SRC_1G, TP_SRC_COUNT };
 
 struct tp_hpage_s {
   uint8_t state;
@@ -196,6 +212,7 @@ struct tp_hpage_s {
   uint8_t node;
   uint8_t listed;        /* which list holds it (TP_LIST_*) */
   uint8_t start;         /* on 4 KiB pages because the heap was small (promoted once it grows) */
+  uint8_t window;        /* os.c: inside a hugetlb-file mapping (a window), claimed or not */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
   uint32_t used_mask;    /* bit i: slot i carved */

@@ -1,19 +1,81 @@
-/* Out-of-band metadata: slab records, bitmaps, thread caches, group records. Bump-allocated
- * from its own mappings (never from the heap it describes) with exact-size free lists, so a
- * stray write past a user block can never reach allocator state. */
+/* Out-of-band metadata: slab records, bitmaps, thread caches, group records, the page map's
+ * blocks. Bump-allocated from its own regions (never from the heap it describes) with
+ * exact-size free lists, so a stray write past a user block can never reach allocator state.
+ *
+ * Every free reads metadata (the slab record, its live bytes), so metadata on 4 KiB pages
+ * costs TLB entries on the hot path: a big heap's records would need about a thousand. The
+ * regions are 2 MiB aligned and advised MADV_HUGEPAGE, so the kernel backs them with
+ * transparent huge pages as they are first touched. The first 2 MiB stays on 4 KiB pages, so
+ * that a small process does not pay for a 2 MiB page it barely uses; once metadata grows past
+ * it, it is collapsed into a huge page too (MADV_COLLAPSE). Under pool:4k metadata stays on
+ * 4 KiB pages like the heap. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "internal.h"
 
-#define META_CHUNK ((size_t)4 << 20)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+#define META_REGION ((size_t)64 << 20)
 #define META_ALIGN 64
 #define META_BUCKETS 256 /* free lists for sizes up to 256 * 64 B */
+#define META_MAX_REGIONS 256
 
 static tp_lock_t meta_lock = TP_LOCK_INIT;
 static char *cur, *end;
+static char *advised; /* the current region is advised MADV_HUGEPAGE up to here */
+static int first_collapsed;
 static void *free_lists[META_BUCKETS];
 static size_t total;
+static struct { char *start, *end; } regions[META_MAX_REGIONS];
+static unsigned nregions;
+
+static int meta_thp(void) { return _tp_opt.pool != TP_POOL_4K; }
+
+/* A new 2 MiB-aligned region of at least `size` bytes (meta_lock held). Touched only as used. */
+static int new_region(size_t size) {
+  struct rlimit rl;
+  size_t len = META_REGION;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) len = (size_t)4 << 20;
+  if (len < size) len = (size + TP_HPAGE - 1) & ~(TP_HPAGE - 1);
+  char *m = mmap(NULL, len + TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return -1;
+  char *a = (char *)(((uintptr_t)m + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
+  if (a > m) munmap(m, (size_t)(a - m));
+  if (m + len + TP_HPAGE > a + len) munmap(a + len, (size_t)(m + len + TP_HPAGE - (a + len)));
+  cur = a;
+  end = a + len;
+  advised = nregions == 0 ? a + TP_HPAGE : a; /* the process's first 2 MiB starts on 4 KiB pages */
+  if (nregions < META_MAX_REGIONS) {
+    regions[nregions].start = a;
+    regions[nregions].end = a + len;
+    nregions++;
+  }
+  return 0;
+}
+
+/* The 2 MiB units the bump pointer has entered are advised before they are touched. */
+static void advise_upto(char *p) {
+  if (!meta_thp()) return;
+  while (advised < p && advised < end) {
+    madvise(advised, TP_HPAGE, MADV_HUGEPAGE);
+    advised += TP_HPAGE;
+  }
+  if (!first_collapsed && total > TP_HPAGE && nregions > 0) {
+    first_collapsed = 1;
+    madvise(regions[0].start, TP_HPAGE, MADV_HUGEPAGE);
+    madvise(regions[0].start, TP_HPAGE, MADV_COLLAPSE);
+  }
+}
 
 void *_tp_meta_alloc(size_t size) {
   size = (size + META_ALIGN - 1) & ~(size_t)(META_ALIGN - 1);
@@ -28,18 +90,15 @@ void *_tp_meta_alloc(size_t size) {
     return p;
   }
   if (cur == NULL || (size_t)(end - cur) < size) {
-    size_t len = size > META_CHUNK ? (size + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
-    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
+    if (new_region(size) != 0) {
       _tp_unlock(&meta_lock);
       return NULL;
     }
-    cur = m;
-    end = m + len;
   }
   p = cur;
   cur += size;
   total += size;
+  advise_upto(cur);
   _tp_unlock(&meta_lock);
   return p; /* fresh anonymous memory is zero */
 }
@@ -56,6 +115,57 @@ void _tp_meta_free(void *p, size_t size) {
 }
 
 size_t _tp_meta_bytes(void) { return total; }
+
+/* ---- where metadata sits, from /proc/self/smaps (stats only; no malloc) ---------------- */
+static int in_regions(uintptr_t lo, uintptr_t hi) {
+  for (unsigned i = 0; i < nregions; i++)
+    if (lo < (uintptr_t)regions[i].end && hi > (uintptr_t)regions[i].start) return 1;
+  return 0;
+}
+
+static void smaps_line(const char *l, int *inside, tp_meta_pages_t *m) {
+  if ((l[0] >= '0' && l[0] <= '9') || (l[0] >= 'a' && l[0] <= 'f')) {
+    char *dash;
+    uintptr_t lo = strtoul(l, &dash, 16), hi = *dash == '-' ? strtoul(dash + 1, NULL, 16) : lo;
+    *inside = in_regions(lo, hi);
+    if (*inside) m->mappings++;
+  } else if (*inside && strncmp(l, "Rss:", 4) == 0) {
+    m->resident_bytes += (size_t)strtoul(l + 4, NULL, 10) << 10;
+  } else if (*inside && strncmp(l, "AnonHugePages:", 14) == 0) {
+    m->thp_bytes += (size_t)strtoul(l + 14, NULL, 10) << 10;
+  }
+}
+
+int _tp_meta_pages(tp_meta_pages_t *m) {
+  memset(m, 0, sizeof *m);
+  m->used_bytes = total;
+  _tp_lock(&meta_lock);
+  for (unsigned i = 0; i < nregions; i++) m->reserved_bytes += (size_t)(regions[i].end - regions[i].start);
+  _tp_unlock(&meta_lock);
+  int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[8192], line[512];
+  size_t ll = 0;
+  int inside = 0;
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < n; i++) {
+      if (buf[i] != '\n') {
+        if (ll < sizeof line - 1) line[ll++] = buf[i];
+        continue;
+      }
+      line[ll] = 0;
+      smaps_line(line, &inside, m);
+      ll = 0;
+    }
+  }
+  close(fd);
+  m->small_bytes = m->resident_bytes > m->thp_bytes ? m->resident_bytes - m->thp_bytes : 0;
+  /* TLB entries its resident memory needs: one per 2 MiB huge page, one per other 4 KiB page */
+  m->tlb_entries = m->thp_bytes / TP_HPAGE + m->small_bytes / TP_PAGE;
+  return 0;
+}
+
 void _tp_meta_prefork(void) { _tp_lock(&meta_lock); }
 void _tp_meta_postfork(int child) {
   if (child) _tp_lock_reinit(&meta_lock);

@@ -19,6 +19,8 @@ void _tp_options_defaults(tp_options_t *o) {
   o->exclusive_bytes = (size_t)256 << 10;
   o->start_bytes = (size_t)8 << 20;
   o->pool_max = SIZE_MAX;
+  o->gpages = TP_GPAGES_AUTO;
+  o->gpage_bytes = (size_t)1 << 30;
 }
 
 typedef struct { const char *name; int value; } tp_enum_t;
@@ -31,6 +33,7 @@ static const tp_enum_t group_vals[] = {{"site", TP_GROUP_SITE}, {"thread", TP_GR
                                        {"none", TP_GROUP_NONE}, {NULL, 0}};
 static const tp_enum_t numa_vals[] = {{"local", TP_NUMA_LOCAL}, {"interleave", TP_NUMA_INTERLEAVE},
                                       {"off", TP_NUMA_OFF}, {NULL, 0}};
+static const tp_enum_t gpages_vals[] = {{"auto", TP_GPAGES_AUTO}, {"off", TP_GPAGES_OFF}, {NULL, 0}};
 static const tp_enum_t bool_vals[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
 
 enum { K_ENUM, K_NUM, K_PATH };
@@ -56,6 +59,8 @@ static const tp_key_t keys[] = {
     {"exclusive_kb", K_NUM, NULL, OFF(exclusive_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
     {"start_kb", K_NUM, NULL, OFF(start_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
     {"pool_max", K_NUM, NULL, OFF(pool_max), 0, 1u << 20, 1, "a whole number of 2 MiB pages, 0-1048576"},
+    {"gpages", K_ENUM, gpages_vals, OFF(gpages), 0, 0, 0, "auto or off"},
+    {"gpage_mb", K_NUM, NULL, OFF(gpage_bytes), 0, 1u << 20, 1u << 20, "a whole number of MiB, 0-1048576"},
     {NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 /* "stats, pool, ...": every key, for the unknown-key warning (built once; no malloc). */

@@ -1,6 +1,17 @@
 /* OS primitives: address-space reservation, backing an hpage from the first source that
- * works (hugetlbfs pool -> MAP_HUGETLB -> THP -> 4 KiB), giving memory back, and discovery
- * of the hugetlbfs pool (libhugetlbfs) and NUMA nodes (libnuma). Contract in prim.h. */
+ * works (hugetlbfs pool -> THP -> 4 KiB), giving memory back, and discovery of the hugetlbfs
+ * pool (libhugetlbfs) and NUMA nodes (libnuma). Contract in prim.h.
+ *
+ * Pool pages live in windows: one private, MAP_NORESERVE mapping of a hugetlbfs file
+ * (memfd_create with MFD_HUGETLB) over every not-yet-backed hpage around the one wanted, up to
+ * its 1 GiB block. The kernel never merges hugetlb mappings (they are VM_SPECIAL), so a
+ * mapping per page, as MAP_HUGETLB gives, would cap the heap at vm.max_map_count pages; a
+ * window is one mapping for up to 512. An hpage is claimed with MADV_POPULATE_WRITE, which
+ * reports a short pool as an error (no SIGBUS on a later touch), and given back with
+ * MADV_DONTNEED, which returns the page to the pool and keeps the window. The mapping is
+ * private: pages are anonymous copies that never enter the file, so a fork child's writes are
+ * copied on write as before, and the file holds nothing. The file offset of an address is the
+ * address itself, so any window of any file lines up. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -10,14 +21,26 @@
 #include <numa.h>
 #include <numaif.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << 26)
+#endif
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21u << 26)
+#endif
+#ifndef MFD_HUGE_1GB
+#define MFD_HUGE_1GB (30u << 26)
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
 #endif
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -47,9 +70,90 @@ void *_tp_os_reserve(void *hint, size_t len, size_t align) {
   return (void *)start;
 }
 
+/* The heap's record of addr, for the window flag (NULL outside the heap, as in unit tests
+ * that call these functions on memory of their own). */
+static tp_hpage_t *rec(void *addr) { return _tp_hpage_of(addr); }
+
 static void rereserve(void *addr, size_t len) {
   /* A failed MAP_FIXED may have left a hole: put the PROT_NONE reservation back at once. */
   mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  for (size_t o = 0; o < len; o += TP_HPAGE) {
+    tp_hpage_t *h = rec((char *)addr + o);
+    if (h) h->window = 0;
+  }
+}
+
+/* ---- hugetlb windows ----------------------------------------------------------------- */
+static int win_fd = -1;
+static dev_t win_dev;
+static ino_t win_ino;
+static int windows_off; /* memfd or MADV_POPULATE_WRITE unsupported: one MAP_HUGETLB per page */
+
+/* The hugetlbfs file windows map. Programs close descriptors they did not open (daemons
+ * close all of them) and reuse the numbers: the descriptor is used only while it is still
+ * the file we created, else a new file serves further windows (mappings keep the old one). */
+static int window_file(void) {
+  struct stat st;
+  if (win_fd >= 0 && fstat(win_fd, &st) == 0 && st.st_dev == win_dev && st.st_ino == win_ino) return win_fd;
+  win_fd = -1; /* closed, or the number is somebody else's now: never touch it again */
+  int fd = memfd_create("tlbpack", MFD_HUGETLB | MFD_HUGE_2MB | MFD_CLOEXEC);
+  if (fd < 0) {
+    windows_off = 1; /* no memfd (old kernel, sandbox): one MAP_HUGETLB mapping per page */
+    return -1;
+  }
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 100); /* out of the way of dup2 onto low numbers */
+  if (high >= 0) {
+    close(fd);
+    fd = high;
+  }
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return -1;
+  }
+  win_fd = fd;
+  win_dev = st.st_dev;
+  win_ino = st.st_ino;
+  _tp_os.hugetlb_files++;
+  return fd;
+}
+
+/* Reserved, never-backed, not yet in a window: what a window may cover. */
+static int windowable(uintptr_t a) {
+  tp_hpage_t *h = rec((void *)a);
+  return h != NULL && h->state == TP_HP_FREE && h->source == TP_SRC_NONE && !h->window;
+}
+
+/* Maps a window over addr and its windowable neighbours in the same 1 GiB block. */
+static int open_window(void *addr) {
+  uintptr_t a = (uintptr_t)addr, block = a & ~(((uintptr_t)1 << 30) - 1);
+  uintptr_t lo = a, hi = a + TP_HPAGE;
+  while (lo > block && windowable(lo - TP_HPAGE)) lo -= TP_HPAGE;
+  while (hi < block + ((uintptr_t)1 << 30) && windowable(hi)) hi += TP_HPAGE;
+  int fd = window_file();
+  if (fd < 0) return -1;
+  void *p = mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd,
+                 (off_t)lo);
+  if (p != (void *)lo) {
+    if (p != MAP_FAILED) munmap(p, hi - lo);
+    rereserve((void *)lo, hi - lo);
+    return -1;
+  }
+  for (uintptr_t x = lo; x < hi; x += TP_HPAGE) rec((void *)x)->window = 1;
+  _tp_os.hugetlb_windows++;
+  return 0;
+}
+
+/* A pool page at addr: claimed in a window, or (no windows here) one MAP_HUGETLB mapping. */
+static void *claim_hugetlb(void *addr) {
+  tp_hpage_t *h = rec(addr);
+  if (!windows_off && h != NULL && (h->window || open_window(addr) == 0)) {
+    if (madvise(addr, TP_HPAGE, MADV_POPULATE_WRITE) == 0) return addr;
+    if (errno != EINVAL) return MAP_FAILED; /* the pool is short: the window stays for later */
+    windows_off = 1;                        /* a kernel before 5.14 */
+  }
+  if (h) h->window = 0; /* the per-page mapping replaces this part of any window */
+  return mmap(addr, TP_HPAGE, PROT_READ | PROT_WRITE,
+              MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
 }
 
 static void apply_numa(void *addr, size_t len, int node) {
@@ -70,10 +174,14 @@ static int try_source(void *addr, int src) {
   const int fixed = MAP_PRIVATE | MAP_FIXED;
   void *p = MAP_FAILED;
   switch (src) {
-  case TP_SRC_HUGETLB:
-    p = mmap(addr, TP_HPAGE, PROT_READ | PROT_WRITE, fixed | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB,
-             -1, 0);
+  case TP_SRC_HUGETLB: {
+    tp_hpage_t *h = rec(addr);
+    p = claim_hugetlb(addr);
+    if (p == addr && !(h && h->window)) _tp_os.hugetlb_single++;
+    if (p == addr) return 0;
+    if (h && h->window) return -1; /* short pool: the window stays, unbacked */
     break;
+  }
   case TP_SRC_THP:
     p = mmap(addr, TP_HPAGE, PROT_READ | PROT_WRITE, fixed | MAP_ANONYMOUS, -1, 0);
     if (p == addr) madvise(addr, TP_HPAGE, MADV_HUGEPAGE);
@@ -83,7 +191,11 @@ static int try_source(void *addr, int src) {
     if (p == addr) madvise(addr, TP_HPAGE, MADV_NOHUGEPAGE);
     break;
   }
-  if (p == addr) return 0;
+  if (p == addr) {
+    tp_hpage_t *h = rec(addr);
+    if (h) h->window = 0; /* an anonymous mapping over a window splits it */
+    return 0;
+  }
   if (p != MAP_FAILED) munmap(p, TP_HPAGE);
   rereserve(addr, TP_HPAGE);
   return -1;
@@ -97,6 +209,41 @@ int _tp_os_promote(void *addr) {
   return madvise(addr, TP_HPAGE, MADV_COLLAPSE) == 0 ? 0 : -1;
 }
 
+/* ---- copy-on-write headroom after a fork ------------------------------------------------
+ * Windows are MAP_NORESERVE, so after a fork neither process owns a reservation for the pool
+ * pages they share: whichever writes one first needs a free pool page for its copy, or gets
+ * SIGBUS. So while pages are shared, a new pool page is claimed only if the pool keeps one
+ * free page per shared page (the process's Shared_Hugetlb); new memory comes from THP
+ * meanwhile. The check reads /proc only after a fork, until nothing is shared any more. */
+static int cow_watch;
+
+void _tp_os_forking(void) { cow_watch = 1; }
+
+static long proc_field(const char *path, const char *key) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *p = strstr(buf, key);
+  return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Whether claiming a pool page now could leave a shared page without its copy. */
+static int cow_short(void) {
+  if (!cow_watch) return 0;
+  long shared_kb = proc_field("/proc/self/smaps_rollup", "Shared_Hugetlb:");
+  if (shared_kb == 0) {
+    cow_watch = 0;
+    return 0;
+  }
+  long free_pages = proc_field("/proc/meminfo", "HugePages_Free:");
+  if (shared_kb < 0 || free_pages < 0) return 0; /* cannot tell: as before windows */
+  return free_pages <= shared_kb / (long)(TP_HPAGE >> 10);
+}
+
 /* One process must not take a pool that others share: past pool_max pages, the pool is
  * treated as empty (THP, then 4 KiB). Pages held count retained empty ones: they still hold
  * pool memory. */
@@ -105,6 +252,10 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
   for (int src = want; src <= TP_SRC_4K; src++) {
     if (src == TP_SRC_HUGETLB && held >= _tp_opt.pool_max) {
       _tp_os.pool_capped++;
+      continue;
+    }
+    if (src == TP_SRC_HUGETLB && cow_short()) {
+      _tp_os.cow_kept++;
       continue;
     }
     if (try_source(addr, src) == 0) {
@@ -117,7 +268,16 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
   return TP_SRC_NONE;
 }
 
-void _tp_os_decommit(void *addr, size_t len) { rereserve(addr, len); }
+/* A window's pool page goes back to the pool and the window stays; anything else becomes
+ * PROT_NONE reservation again. */
+void _tp_os_decommit(void *addr, size_t len) {
+  for (size_t o = 0; o < len; o += TP_HPAGE) {
+    char *a = (char *)addr + o;
+    tp_hpage_t *h = rec(a);
+    if (h != NULL && h->window && madvise(a, TP_HPAGE, MADV_DONTNEED) == 0) continue;
+    rereserve(a, TP_HPAGE);
+  }
+}
 
 int _tp_os_current_node(void) {
   if (_tp_os.numa_nodes <= 1) return 0;
@@ -162,3 +322,35 @@ void _tp_os_discover(void) {
   discover_numa();
   _tp_os.discovered = 1;
 }
+
+/* ---- 1 GiB pages ------------------------------------------------------------------------
+ * One file per page, its descriptor closed at once (the mapping keeps the file): nothing for
+ * a program that closes descriptors to break, and a GiB is one mapping anyway. */
+#define GPAGES_FREE "/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
+int _tp_os_back_1g(void *addr) {
+  const size_t g = (size_t)1 << 30;
+  if (_tp_opt.gpages == TP_GPAGES_OFF || (_tp_opt.pool != TP_POOL_AUTO && _tp_opt.pool != TP_POOL_HUGETLBFS)) return -1;
+  int fd = open(GPAGES_FREE, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[32];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  if (strtol(buf, NULL, 10) < 1) return -1;
+  if (addr == NULL) return 0;
+  fd = memfd_create("tlbpack-1g", MFD_HUGETLB | MFD_HUGE_1GB | MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  void *p = mmap(addr, g, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0);
+  close(fd);
+  if (p != addr || madvise(addr, g, MADV_POPULATE_WRITE) != 0) {
+    if (p != MAP_FAILED && p != addr) munmap(p, g);
+    rereserve(addr, g);
+    return -1;
+  }
+  _tp_os.gpages_taken++;
+  return 0;
+}
+
+tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node,
+                              _tp_os_back_1g};

@@ -21,11 +21,22 @@ void *_tp_os_reserve(void *hint, size_t len, size_t align) __attribute__((visibi
  * heap holds pool_max pool pages (_tp_heap_ctr), and that is counted in _tp_os.pool_capped. */
 int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) __attribute__((visibility("hidden")));
 
-/* Gives the hpage's memory back (to the hugetlbfs pool or the OS); keeps the range reserved. */
+/* Backs the GiB at addr (1 GiB aligned, reserved) with one 1 GiB pool page: 0, or -1 with the
+ * range left as it was (no 1 GiB pool, none free, gpages:off). Its memory is never given back
+ * in parts; the heap keeps it until exit. With addr NULL, only whether a free 1 GiB page
+ * exists now (0) or not (-1). */
+int _tp_os_back_1g(void *addr) __attribute__((visibility("hidden")));
+
+/* Gives the hpages' memory back (to the hugetlbfs pool or the OS); keeps the range reserved:
+ * PROT_NONE, or for a pool page in a window the window itself, unbacked (see os.c). */
 void _tp_os_decommit(void *addr, size_t len) __attribute__((visibility("hidden")));
 /* Turns a backed 4 KiB-page hpage into a transparent huge page now (MADV_COLLAPSE): 0 when it
  * is one, -1 when the kernel could not (the memory stays as it was, contents kept). */
 int _tp_os_promote(void *addr) __attribute__((visibility("hidden")));
+
+/* A fork is about to share the heap's pool pages with a child (heap lock held): until they
+ * are no longer shared, _tp_os_back leaves one free pool page per shared page (os.c). */
+void _tp_os_forking(void) __attribute__((visibility("hidden")));
 
 /* Pool discovery through libhugetlbfs and NUMA set-up through libnuma (see rule 1). */
 void _tp_os_discover(void) __attribute__((visibility("hidden")));
@@ -42,10 +53,29 @@ typedef struct tp_os_info_s {
   /* Counted by _tp_os_back under the heap lock: */
   size_t pool_capped;       /* hpages that skipped the hugetlbfs pool because of pool_max */
   size_t pool_peak;         /* most hugetlbfs pool pages held at once */
+  size_t hugetlb_windows;   /* window mappings made (one hugetlbfs-file mapping, up to 1 GiB) */
+  size_t hugetlb_files;     /* hugetlbfs files opened for windows (a closed one is replaced) */
+  size_t cow_kept;          /* hpages that skipped the pool to leave it for a fork's copies */
+  size_t gpages_taken;      /* 1 GiB pool pages the heap took */
+  size_t hugetlb_single;    /* pool pages mapped one mapping each (no window could be made) */
 } tp_os_info_t;
 extern tp_os_info_t _tp_os __attribute__((visibility("hidden")));
 
 /* The NUMA node of the calling thread (0 when unknown). */
 int _tp_os_current_node(void) __attribute__((visibility("hidden")));
+
+/* The heap reaches the OS only through this table (jemalloc's hpa_hooks idea): it starts as
+ * the functions above, and unit tests replace entries with fakes that hand out addresses
+ * without memory behind them and record the calls, so the heap's bookkeeping can be tested
+ * without mmap. Written only before the first allocation (or, in a test, before any use). */
+typedef struct tp_os_hooks_s {
+  void *(*reserve)(void *hint, size_t len, size_t align);
+  int (*back)(void *addr, int want, unsigned *fallbacks, int node);
+  void (*decommit)(void *addr, size_t len);
+  int (*promote)(void *addr);
+  int (*current_node)(void);
+  int (*back_1g)(void *addr);
+} tp_os_hooks_t;
+extern tp_os_hooks_t _tp_os_hooks __attribute__((visibility("hidden")));
 
 #endif

@@ -58,13 +58,27 @@ void tp_stats_get(tp_stats_t *st) {
   while (lb > peak && !atomic_compare_exchange_weak(&_tp_peak_live, &peak, lb)) {
   }
   st->peak_live_bytes = (size_t)(peak > lb ? peak : lb);
-  st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLB];
+  st->pages_hugetlbfs = c.pages_by_source[TP_SRC_HUGETLB] + c.pages_by_source[TP_SRC_1G];
   st->pages_thp = c.pages_by_source[TP_SRC_THP];
   st->pages_4k = c.pages_by_source[TP_SRC_4K];
   st->mapped_bytes = (st->pages_hugetlbfs + st->pages_thp + st->pages_4k) * TP_HPAGE;
   st->fallbacks = c.fallbacks;
   st->pages_returned = c.pages_returned;
   st->density = st->mapped_bytes ? (double)st->live_bytes / (double)st->mapped_bytes : 0.0;
+}
+
+/* Mappings the process has now (lines of /proc/self/maps; -1 when unreadable): what
+ * vm.max_map_count bounds. Read with plain read(): no malloc. */
+static long count_mappings(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  long n = 0;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < r; i++) n += buf[i] == '\n';
+  close(fd);
+  return n;
 }
 
 /* The pool_max cap in force, or `none` when there is no cap. */
@@ -89,6 +103,8 @@ void tp_stats_print(FILE *out, int json) {
   static const char *group_names[] = {"site", "thread", "none"};
   const char *mount = _tp_os.mount[0] ? _tp_os.mount : "";
   char max_buf[24];
+  tp_meta_pages_t mp;
+  _tp_meta_pages(&mp);
   if (json) {
     fprintf(out,
             "{\"pid\":%d,\"pool\":\"%s\",\"group\":\"%s\",\"hugetlbfs_mount\":\"%s\","
@@ -96,14 +112,19 @@ void tp_stats_print(FILE *out, int json) {
             "\"peak_live_bytes\":%zu,\"live_objects\":%zu,\"mapped_bytes\":%zu,"
             "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
             "\"pages_thp\":%zu,"
-            "\"pages_4k\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
+            "\"pages_4k\":%zu,\"pages_1g\":%zu,\"gpages\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
             "\"pool_pages_peak\":%zu,\"pool_capped\":%zu,\"pool_max\":%s,"
+            "\"hugetlb_windows\":%zu,\"hugetlb_files\":%zu,\"hugetlb_single\":%zu,\"pool_cow_kept\":%zu,\"mappings\":%ld,"
+            "\"meta_reserved_bytes\":%zu,\"meta_resident_bytes\":%zu,\"meta_thp_bytes\":%zu,"
+            "\"meta_4k_bytes\":%zu,\"meta_tlb_entries\":%zu,\"meta_mappings\":%zu,"
             "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
             (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
             st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
-            _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, st.fallbacks, st.pages_returned,
+            _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, c.pages_by_source[TP_SRC_1G], _tp_os.gpages_taken, st.fallbacks, st.pages_returned,
             c.fork_unshared, c.promoted, st.density, _tp_os.pool_peak, _tp_os.pool_capped,
-            pool_max_text(max_buf, "null"), _tp_os.numa_nodes, _tp_os.numa_note);
+            pool_max_text(max_buf, "null"), _tp_os.hugetlb_windows, _tp_os.hugetlb_files, _tp_os.hugetlb_single,
+            _tp_os.cow_kept, count_mappings(), mp.reserved_bytes, mp.resident_bytes, mp.thp_bytes, mp.small_bytes,
+            mp.tlb_entries, mp.mappings, _tp_os.numa_nodes, _tp_os.numa_note);
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
     fprintf(out, "]}\n");
@@ -122,6 +143,8 @@ void tp_stats_print(FILE *out, int json) {
   ROW("pages_hugetlbfs", "%zu", st.pages_hugetlbfs);
   ROW("pages_thp", "%zu", st.pages_thp);
   ROW("pages_4k", "%zu", st.pages_4k);
+  ROW("pages_1g", "%zu", c.pages_by_source[TP_SRC_1G]);
+  ROW("gpages", "%zu", _tp_os.gpages_taken);
   ROW("fallbacks", "%zu", st.fallbacks);
   ROW("pages_returned", "%zu", st.pages_returned);
   ROW("density", "%.4f", st.density);
@@ -130,8 +153,18 @@ void tp_stats_print(FILE *out, int json) {
   ROW("pool_pages_peak", "%zu", _tp_os.pool_peak);
   ROW("pool_capped", "%zu", _tp_os.pool_capped);
   ROW("pool_max", "%s", pool_max_text(max_buf, "none"));
+  ROW("hugetlb_windows", "%zu", _tp_os.hugetlb_windows);
+  ROW("hugetlb_files", "%zu", _tp_os.hugetlb_files);
+  ROW("hugetlb_single", "%zu", _tp_os.hugetlb_single);
+  ROW("pool_cow_kept", "%zu", _tp_os.cow_kept);
+  ROW("mappings", "%ld", count_mappings());
   ROW("reserved_bytes", "%zu", c.reserved_bytes);
   ROW("meta_bytes", "%zu", _tp_meta_bytes());
+  ROW("meta_resident", "%zu", mp.resident_bytes);
+  ROW("meta_thp_bytes", "%zu", mp.thp_bytes);
+  ROW("meta_4k_bytes", "%zu", mp.small_bytes);
+  ROW("meta_tlb_entries", "%zu", mp.tlb_entries);
+  ROW("meta_mappings", "%zu", mp.mappings);
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);
   if (_tp_os.numa_note[0]) ROW("numa_note", "%s", _tp_os.numa_note);
 #undef ROW
@@ -158,10 +191,11 @@ typedef struct {
   int src;
 } regions_t;
 
-static const char *src_size(int src) { return src == TP_SRC_4K ? "4k" : "2m"; }
+static const char *src_size(int src) { return src == TP_SRC_4K ? "4k" : src == TP_SRC_1G ? "1g" : "2m"; }
 static const char *src_name(int src) {
   switch (src) {
-  case TP_SRC_HUGETLB: return "hugetlbfs";
+  case TP_SRC_HUGETLB:
+  case TP_SRC_1G: return "hugetlbfs";
   case TP_SRC_THP: return "thp";
   default: return "4k";
   }
@@ -180,7 +214,7 @@ static void regions_page(tp_hpage_t *h, void *arg) {
     regions_flush(r);
     return;
   }
-  int same_kind = r->end == h->addr && src_name(r->src) == src_name(h->source);
+  int same_kind = r->end == h->addr && src_name(r->src) == src_name(h->source) && src_size(r->src) == src_size(h->source);
   if (!same_kind) {
     regions_flush(r);
     r->start = h->addr;

@@ -1,0 +1,148 @@
+/* Run records (_tp_run_new / _tp_run_publish / _tp_run_release) against fake OS hooks: the
+ * address space is a PROT_NONE reservation that nothing ever backs, so any touch of user
+ * memory by the heap's bookkeeping would crash the test. The fakes record every call. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+static struct {
+  size_t reserves, backs, decommits, promotes;
+  uintptr_t lo, hi; /* everything the fake reserve handed out */
+} fake;
+
+static void *fake_reserve(void *hint, size_t len, size_t align) {
+  (void)hint;
+  char *p = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  fake.reserves++;
+  if (fake.lo == 0 || a < fake.lo) fake.lo = a;
+  if (a + len > fake.hi) fake.hi = a + len;
+  return (void *)a;
+}
+static int fake_back(void *addr, int want, unsigned *fallbacks, int node) {
+  (void)addr, (void)want, (void)fallbacks, (void)node;
+  fake.backs++;
+  return TP_SRC_THP;
+}
+static void fake_decommit(void *addr, size_t len) {
+  (void)addr;
+  fake.decommits += len / TP_HPAGE;
+}
+static int fake_promote(void *addr) {
+  (void)addr;
+  fake.promotes++;
+  return 0;
+}
+static int fake_node(void) { return 0; }
+static int fake_back_1g(void *addr) {
+  (void)addr;
+  return -1;
+}
+
+static tp_group_t *g;
+
+static void setup(void) {
+  memset(&fake, 0, sizeof fake);
+  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g};
+  g = tp_group_create("runs");
+  cr_assert_not_null(g);
+  g->exclusive = 0; /* as a site group before it has earned hpages of its own */
+  _tp_opt.exclusive_bytes = 8 * TP_SLOT;
+  _tp_opt.retain_bytes = 0; /* every empty hpage goes back at once: decommits are counted */
+}
+
+TestSuite(runs, .init = setup);
+
+static int in_fake(uintptr_t a) { return a >= fake.lo && a < fake.hi; }
+
+Test(runs, a_slot_run_is_carved_from_fake_memory_and_published_slot_by_slot) {
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  cr_assert_not_null(s);
+  cr_assert_eq(fake.reserves, 1);
+  cr_assert_eq(fake.backs, 1);
+  cr_assert(in_fake(s->base), "run at %#lx outside the fake reservation", (unsigned long)s->base);
+  cr_assert_eq(s->kind, TP_SLAB_MEDIUM);
+  cr_assert_eq(s->nslots, 4);
+  cr_assert_eq(s->group, g->id);
+  cr_assert_eq(s->zeroed, 1, "a freshly backed run reads as zero");
+  cr_assert_eq(s->hp->state, TP_HP_ACTIVE);
+  cr_assert_eq(s->hp->owner, TP_SHARED_GROUP, "a group that is not exclusive carves shared hpages");
+  cr_assert_eq(atomic_load(&g->slab_bytes), 4 * TP_SLOT);
+  cr_assert_null(_tp_slab_of((void *)s->base), "the page map is written only by publish");
+  _tp_run_publish(s);
+  for (unsigned i = 0; i < 4; i++) cr_assert_eq(_tp_slab_of((void *)(s->base + i * TP_SLOT)), s);
+  cr_assert_null(_tp_slab_of((void *)(s->base + 4 * TP_SLOT)));
+}
+
+Test(runs, release_undoes_page_map_slab_bytes_slots_and_backing) {
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  cr_assert_not_null(s);
+  _tp_run_publish(s);
+  uintptr_t base = s->base;
+  tp_hpage_t *h = s->hp;
+  size_t thp = _tp_heap_ctr.pages_by_source[TP_SRC_THP];
+  _tp_run_release(s);
+  for (unsigned i = 0; i < 4; i++) cr_assert_null(_tp_slab_of((void *)(base + i * TP_SLOT)));
+  cr_assert_eq(atomic_load(&g->slab_bytes), 0);
+  cr_assert_eq(h->nused, 0);
+  cr_assert_eq(h->used_mask, 0);
+  cr_assert_eq(h->state, TP_HP_FREE, "retain 0: the empty hpage goes back");
+  cr_assert_eq(fake.decommits, 1);
+  cr_assert_eq(_tp_heap_ctr.pages_by_source[TP_SRC_THP], thp - 1);
+}
+
+Test(runs, a_group_becomes_exclusive_past_exclusive_bytes_and_then_owns_its_hpages) {
+  tp_slab_t *a = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  cr_assert_eq(g->exclusive, 0);
+  tp_slab_t *b = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  cr_assert_eq(g->exclusive, 1, "8 slots reach exclusive_bytes");
+  cr_assert_eq(a->hp, b->hp, "the young group's first runs share one hpage");
+  cr_assert_eq(fake.backs, 1);
+  tp_slab_t *c = _tp_run_new(g, TP_SLAB_MEDIUM, 2, 0, TP_BIG_META);
+  cr_assert_neq(c->hp, a->hp, "an exclusive group carves hpages of its own");
+  cr_assert_eq(c->hp->owner, g->id);
+  cr_assert_eq(fake.backs, 2);
+  cr_assert_eq(atomic_load(&g->slab_bytes), 10 * TP_SLOT);
+  _tp_run_release(a);
+  _tp_run_release(b);
+  _tp_run_release(c);
+  cr_assert_eq(atomic_load(&g->slab_bytes), 0);
+  cr_assert_eq(fake.decommits, 2);
+}
+
+Test(runs, a_large_run_is_whole_aligned_hpages_and_release_gives_each_back) {
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 3, (size_t)8 << 20, TP_BIG_META);
+  cr_assert_not_null(s);
+  cr_assert_eq(s->base % ((size_t)8 << 20), 0);
+  cr_assert(in_fake(s->base) && in_fake(s->base + 3 * TP_HPAGE - 1));
+  cr_assert_eq(s->nhpages, 3);
+  cr_assert_eq(fake.backs, 3);
+  cr_assert_eq(s->hp->state, TP_HP_LARGE);
+  for (unsigned i = 1; i < 3; i++) cr_assert_eq(_tp_hpage_of((void *)(s->base + i * TP_HPAGE))->state, TP_HP_LARGE_TAIL);
+  cr_assert_eq(atomic_load(&g->slab_bytes), 0, "large runs are not slab bytes");
+  _tp_run_publish(s);
+  cr_assert_eq(_tp_slab_of((void *)s->base), s);
+  uintptr_t base = s->base;
+  _tp_run_release(s);
+  cr_assert_null(_tp_slab_of((void *)base));
+  for (unsigned i = 0; i < 3; i++) cr_assert_eq(_tp_hpage_of((void *)(base + i * TP_HPAGE))->state, TP_HP_FREE);
+  cr_assert_eq(fake.decommits, 3);
+}
+
+Test(runs, retained_empty_hpages_are_reused_without_backing_again) {
+  _tp_opt.retain_bytes = (size_t)16 << 20;
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_hpage_t *h = s->hp;
+  _tp_run_release(s);
+  cr_assert_eq(h->state, TP_HP_EMPTY);
+  cr_assert_eq(fake.decommits, 0);
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  cr_assert_eq(t->hp, h);
+  cr_assert_eq(fake.backs, 1);
+  cr_assert_eq(t->zeroed, 0, "its slots were handed out before: no longer known to be zero");
+  _tp_run_release(t);
+}

@@ -9,8 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
 #include "plan.h"
+#ifndef TP_PLAN_PARSER_ONLY /* the fuzz target takes the parser alone */
+#include "internal.h"
+#endif
 
 static void fail(char *err, size_t errlen, unsigned line, const char *what) {
   if (line) snprintf(err, errlen, "line %u: %s", line, what);
@@ -161,6 +163,7 @@ int _tp_plan_resolve(tp_plan_t *p, const char *maps, size_t n, const char *exe, 
   return 0;
 }
 
+#ifndef TP_PLAN_PARSER_ONLY
 /* ---- the allocator's plan ------------------------------------------------------------- */
 static tp_plan_t plan;
 static int plan_ready;
@@ -235,3 +238,4 @@ unsigned _tp_plan_group(uintptr_t ra) {
   }
   return TP_SHARED_GROUP;
 }
+#endif

@@ -816,7 +816,7 @@ int tpc_cmd_profile(int argc, char **argv) {
   int log_ok = 1;
   while (fgets(line, sizeof line, trace)) {
     /* The log exists before the first marker store (an 8-byte store): look for it there. */
-    if (r.log == NULL && r.marker == 0 && line[0] == ' ' && line[1] == 'S' && strstr(line, ",8")) {
+    if (r.log == NULL && r.marker == 0 && (replay || (line[0] == ' ' && line[1] == 'S' && strstr(line, ",8")))) {
       r.log = fopen(log_path, "rb");
       if (r.log) {
         uint64_t head[2];

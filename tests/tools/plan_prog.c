@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
   for (unsigned long i = 0; i < n; i++) {
     rec_t *r = new_node();
     r->key = new_key(16 + (size_t)(rand() % 32));
-    snprintf(r->key, 16, "k%lu", i);
+    snprintf(r->key, 16, "k%lu", i % 100000000);
     r->val = new_val();
     for (int j = 0; j < 16; j++) r->val[j] = i * 16 + (uint64_t)j;
     cold[i] = new_cold(512);

@@ -508,7 +508,8 @@ static uint8_t *kind;
 
 /* Cold: long-lived (most objects still live at the end, or a mean lifetime of at least a tenth
  * of the run), at least 16 KiB, touched at most once per 2 bytes allocated (written once, read
- * little): kept apart from the hot pages, whatever misses its first writes cost. Hot: at least
+ * little), at most one L1 miss per 10 accesses (a first write runs through a page; a value read
+ * at random misses far more often): kept apart from the hot pages. Hot: at least
  * 2% of the attributed L1 misses, 16 objects or more, long-lived: an ordered group never reuses
  * a freed block in place, so churning sites stay as they are. */
 static void classify(uint64_t total_l1) {
@@ -518,7 +519,7 @@ static void classify(uint64_t total_l1) {
     uint64_t live = s->objects - s->freed;
     uint64_t life = s->life_sum + 0;
     int long_lived = s->objects && (live * 2 >= s->objects || life / s->objects >= now / 10);
-    if (long_lived && s->bytes >= 16384 && s->accesses * 2 <= s->bytes) kind[i] = K_COLD;
+    if (long_lived && s->bytes >= 16384 && s->accesses * 2 <= s->bytes && s->l1 * 10 <= s->accesses) kind[i] = K_COLD;
     else if (total_l1 && s->l1 * 50 >= total_l1 && long_lived && s->objects >= 16 && nsites < (1 << 16)) kind[i] = K_HOT;
   }
   for (uint32_t i = 0; i < nsites && i < (1 << 16); i++) uf[i] = i;

@@ -84,6 +84,7 @@ static int site_slot(uintptr_t ra, int insert) {
     if (k == 0) break;
   }
   if (!insert) return -1;
+  unsigned planned = _tp_plan_group(ra); /* outside the lock: it may create the group */
   _tp_lock(&groups_lock);
   int slot = -1;
   if (site_used * 4 < SITE_TABLE * 3) { /* else crowded: shared, not remembered */
@@ -93,8 +94,8 @@ static int site_slot(uintptr_t ra, int insert) {
       if (k == ra || k == 0) break;
     }
     if (atomic_load_explicit(&site_key[i], memory_order_relaxed) == 0) {
-      atomic_store_explicit(&site_val[i], TP_SHARED_GROUP, memory_order_relaxed);
-      site_young[i] = 1;
+      atomic_store_explicit(&site_val[i], (uint16_t)planned, memory_order_relaxed);
+      site_young[i] = planned == TP_SHARED_GROUP; /* a planned site skips the young phase */
       atomic_store_explicit(&site_key[i], ra, memory_order_release);
       site_used++;
     }

@@ -53,6 +53,7 @@ static void init_core(void) {
     _tp_classes_init();
     _tp_groups_init();
     _tp_heap_init();
+    if (_tp_opt.plan_path[0]) _tp_plan_load(_tp_opt.plan_path);
     atomic_store_explicit(&_tp_ready, 1, memory_order_release);
   }
   atomic_flag_clear_explicit(&init_busy, memory_order_release);

@@ -64,6 +64,7 @@ enum { TP_NUMA_DEFAULT, TP_NUMA_LOCAL, TP_NUMA_INTERLEAVE, TP_NUMA_OFF };
 enum { TP_STATS_OFF, TP_STATS_TEXT, TP_STATS_JSON };
 enum { TP_GPAGES_AUTO, TP_GPAGES_OFF };
 
+#define TP_OPT_PATH 256
 typedef struct tp_options_s {
   int stats;
   int pool;
@@ -77,7 +78,9 @@ typedef struct tp_options_s {
   size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
   int gpages;                 /* TP_GPAGES_*: 1 GiB pool pages when a 1 GiB pool exists */
   size_t gpage_bytes;         /* ... once the heap's backed hpages reach this many bytes */
-  char regions_path[256];
+    char regions_path[TP_OPT_PATH];
+  char plan_path[TP_OPT_PATH];     /* plan:FILE (plan.c) */
+  char profile_path[TP_OPT_PATH];  /* profile:FILE, the allocation log of libtlbpack-profile.so */
 } tp_options_t;
 
 extern tp_options_t _tp_opt TP_INTERNAL;
@@ -316,6 +319,10 @@ unsigned _tp_site_group(uintptr_t site, int *young) TP_INTERNAL;
  * and returns the group it allocates from now (its own, once it has earned one). */
 unsigned _tp_site_refill(uintptr_t site, size_t bytes) TP_INTERNAL;
 unsigned _tp_thread_group(void) TP_INTERNAL;
+/* Placement plans (plan.c): loads plan:FILE at start-up (one warning and no plan on any
+ * error), and gives the group a planned site belongs to (TP_SHARED_GROUP: not planned). */
+void _tp_plan_load(const char *path) TP_INTERNAL;
+unsigned _tp_plan_group(uintptr_t site) TP_INTERNAL;
 /* An exited thread's group goes to the next new thread (its pages and slabs are reused). */
 void _tp_thread_group_release(unsigned id) TP_INTERNAL;
 /* Counts blocks dropped without free (tp_group_destroy) as freed. */

@@ -54,6 +54,8 @@ static const tp_key_t keys[] = {
     {"numa", K_ENUM, numa_vals, OFF(numa), 0, 0, 0, "local, interleave or off"},
     {"verbose", K_ENUM, bool_vals, OFF(verbose), 0, 0, 0, "0 or 1"},
     {"regions", K_PATH, NULL, OFF(regions_path), 0, 0, 0, "a file path"},
+    {"plan", K_PATH, NULL, OFF(plan_path), 0, 0, 0, "a file path (a plan from `tlbpack profile`)"},
+    {"profile", K_PATH, NULL, OFF(profile_path), 0, 0, 0, "a file path (read by libtlbpack-profile.so)"},
     {"retain_mb", K_NUM, NULL, OFF(retain_bytes), 0, 1u << 20, 1u << 20, "a whole number of MiB, 0-1048576"},
     {"sites", K_NUM, NULL, OFF(site_groups), 1, TP_MAX_GROUPS - 64, 1, "a whole number, 1-960"},
     {"exclusive_kb", K_NUM, NULL, OFF(exclusive_bytes), 0, 1u << 22, 1024, "a whole number of KiB, 0-4194304"},
@@ -152,7 +154,7 @@ static int set_one(tp_options_t *o, const char *k, size_t kl, const char *v, siz
     break;
   }
   case K_PATH:
-    if (vl > 0 && vl < sizeof o->regions_path) {
+    if (vl > 0 && vl < TP_OPT_PATH) {
       memcpy(field, v, vl);
       field[vl] = 0;
       return 0;

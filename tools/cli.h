@@ -14,6 +14,7 @@
 int tpc_cmd_run(int argc, char **argv);
 int tpc_cmd_pool(int argc, char **argv);
 int tpc_cmd_compare(int argc, char **argv);
+int tpc_cmd_profile(int argc, char **argv);
 
 /* Prints "tlbpack VERB: MESSAGE" and a hint to --help on stderr; returns TPC_EXIT_USAGE. */
 int tpc_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

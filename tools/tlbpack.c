@@ -22,6 +22,10 @@ static void usage(FILE *out) {
           "  compare [--cpu PRESET] -- PROGRAM [ARGS]\n"
           "        trace PROGRAM under valgrind lackey with jemalloc and with tlbpack and\n"
           "        print tlbsim's side-by-side TLB comparison\n"
+          "  profile [--cpu PRESET] [--json] [--plan FILE] -- PROGRAM [ARGS]\n"
+          "        trace PROGRAM under valgrind lackey with tlbpack and an allocation log: TLB\n"
+          "        misses per allocation site, sites used together, and a placement plan\n"
+          "        for TLBPACK_CONF=plan:FILE\n"
           "  help [VERB]   this text, or a verb's own --help\n"
           "\n"
           "options:\n"
@@ -55,12 +59,14 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "run")) return tpc_cmd_run(2, sub);
     if (!strcmp(argv[2], "pool")) return tpc_cmd_pool(2, sub);
     if (!strcmp(argv[2], "compare")) return tpc_cmd_compare(2, sub);
-    return tpc_usage_error("help", "unknown verb '%s' (accepted: run, pool, compare)", argv[2]);
+    if (!strcmp(argv[2], "profile")) return tpc_cmd_profile(2, sub);
+    return tpc_usage_error("help", "unknown verb '%s' (accepted: run, pool, compare, profile)", argv[2]);
   }
   if (!strcmp(verb, "run")) return tpc_cmd_run(argc - 1, argv + 1);
   if (!strcmp(verb, "pool")) return tpc_cmd_pool(argc - 1, argv + 1);
   if (!strcmp(verb, "compare")) return tpc_cmd_compare(argc - 1, argv + 1);
-  fprintf(stderr, "tlbpack: unknown verb '%s' (accepted: run, pool, compare, help)\n", verb);
+  if (!strcmp(verb, "profile")) return tpc_cmd_profile(argc - 1, argv + 1);
+  fprintf(stderr, "tlbpack: unknown verb '%s' (accepted: run, pool, compare, profile, help)\n", verb);
   fprintf(stderr, "Try 'tlbpack --help'.\n");
   return TPC_EXIT_USAGE;
 }

@@ -15,11 +15,11 @@ txts=$(groff -man -Tascii -P-cbou "$SRC/man/tlbsim.1" 2>/dev/null)
 for f in $(grep -oE '\btp_[a-z0-9_]+[[:space:]]*\(' "$SRC/include/tlbpack.h" | tr -d '( \t' | sort -u); do
   printf '%s' "$txt3" | grep -qw "$f" || fail "tlbpack.3 does not document $f"
 done
-for key in stats pool group regions retain_mb numa verbose sites exclusive_kb start_kb pool_max; do
+for key in stats pool group regions plan profile retain_mb numa verbose sites exclusive_kb start_kb pool_max; do
   printf '%s' "$txt3" | grep -qE "(^|[[:space:]])$key:" || fail "tlbpack.3 does not document TLBPACK_CONF key $key"
   printf '%s' "$txt1" | grep -qE "(^|[[:space:]])$key:" || fail "tlbpack.1 does not document TLBPACK_CONF key $key"
 done
-for verb in "tlbpack run" "tlbpack pool" "tlbpack compare"; do
+for verb in "tlbpack run" "tlbpack pool" "tlbpack compare" "tlbpack profile"; do
   printf '%s' "$txt1" | grep -qF "$verb" || fail "tlbpack.1 lacks $verb"
 done
 for opt in --cpu --set --page-size --regions --smaps --levels --nested --format --json --compare --label --asid-mode; do

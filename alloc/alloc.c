@@ -105,8 +105,7 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
 static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
   unsigned g;
   if (tc->mode != TP_GROUP_SITE) {
-    g = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP;
-    ra = 0;
+    g = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP; /* every slot: g */
   } else {
     int young = 0;
     g = _tp_site_group(ra, &young);
@@ -267,6 +266,14 @@ static TP_NOINLINE void free_other(void *p, tp_slab_t *s) {
   else invalid_free(p, "points inside a block, not at its start");
 }
 
+/* The free hit read a 0: a medium, large or arena block (their free_live is a 0 byte), a
+ * block-aligned pointer past a small slab's last object, or a small block not live. */
+static TP_NOINLINE void free_dead(void *p, tp_slab_t *s, uint32_t idx) {
+  if (s->kind != TP_SLAB_SMALL) free_other(p, s);
+  else if (idx >= s->nobj) invalid_free(p, "points inside a block, not at its start");
+  else double_free(p);
+}
+
 /* No slab at p: free(NULL), or an invalid or double free (reported, then abort). */
 static TP_NOINLINE void free_unknown(void *p) {
   if (p == NULL) return;
@@ -287,13 +294,13 @@ static inline __attribute__((always_inline)) void free_block(void *p) {
   }
   uintptr_t off = (uintptr_t)p - s->base;
   uint32_t idx = (uint32_t)((off * s->recip) >> 40);
-  if (TP_UNLIKELY((uintptr_t)idx * s->size != off || idx >= s->small_nobj)) {
+  if (TP_UNLIKELY((uintptr_t)idx * s->size != off)) {
     free_other(p, s);
     return;
   }
-  uint8_t *live = &s->live[idx];
+  uint8_t *live = &s->free_live[idx];
   if (TP_UNLIKELY(!__atomic_load_n(live, __ATOMIC_RELAXED))) {
-    double_free(p);
+    free_dead(p, s, idx);
     return;
   }
   __atomic_store_n(live, 0, __ATOMIC_RELAXED);
@@ -336,12 +343,11 @@ static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
  * have a block of this class. Everything else is one miss, to malloc_generic. */
 static inline void *malloc_ra(size_t size, uintptr_t ra) {
   tp_tcache_t *tc = _tp_tc;
-  uintptr_t key = ra & tc->ra_mask;
   if (TP_LIKELY(size <= TP_FAST_MAX)) {
-    tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(key)];
+    tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
     tp_tbin_t *b = st->bins[(size + 15) >> 4];
     tp_entry_t *top = b->top;
-    if (TP_LIKELY(st->ra == key && top != b->e)) {
+    if (TP_LIKELY(st->ra == ra && top != b->lo)) {
       b->top = --top;
       b->nalloc++;
       mark_live(*top);

@@ -418,6 +418,8 @@ static int becomes_exclusive(const tp_group_t *g, size_t bytes) {
   return _tp_policy_exclusive(g->exclusive, bytes, _tp_opt.exclusive_bytes, _tp_opt.group);
 }
 
+const uint8_t _tp_no_live[1];
+
 tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size) {
   tp_slab_t *s = _tp_meta_alloc(meta_size);
   if (s == NULL) return NULL;
@@ -452,6 +454,7 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
   s->hp = h;
   s->zeroed = (uint8_t)zeroed;
   s->meta_size = (uint32_t)meta_size;
+  s->free_live = (uint8_t *)_tp_no_live; /* slab_new points small slabs at their live bytes */
   return s;
 }
 

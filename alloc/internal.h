@@ -155,6 +155,7 @@ int _tp_meta_pages(tp_meta_pages_t *m) TP_INTERNAL;
 
 /* ---- slabs and objects --------------------------------------------------------------- */
 enum { TP_SLAB_SMALL = 1, TP_SLAB_MEDIUM = 2, TP_SLAB_LARGE = 3, TP_SLAB_ARENA = 4 };
+extern const uint8_t _tp_no_live[1] TP_INTERNAL; /* free_live of every slab but small ones */
 #define TP_GRANULE 16
 #define TP_ARENA_GRANULES (TP_SLOT / TP_GRANULE) /* an arena run is one slot */
 #define TP_BIG_META (sizeof(tp_slab_t) + sizeof(uint64_t)) /* medium / large record */
@@ -173,8 +174,9 @@ struct tp_slab_s {
   uint8_t *live;
   uint32_t size;         /* object size (small), usable bytes (medium / large) */
   uint32_t nobj;
-  uint32_t small_nobj;   /* nobj for small slabs, 0 otherwise: the free hit's one bound check
-                          * sends every other kind to the generic free */
+  uint8_t *free_live;    /* what the free hit reads: `live` for small slabs; for the others a
+                          * static 0 byte (their recip is 0, so idx is 0), which sends them to
+                          * the generic free like a dead block */
   uint16_t cls;
   uint16_t group;        /* the group whose bins this slab belongs to */
   uint8_t kind;
@@ -394,6 +396,7 @@ typedef struct tp_tbin_s {
   tp_entry_t *top;       /* where the next freed block goes: count = top - e */
   tp_entry_t *end;       /* e + limit: frees cache up to here (cap, or less for another
                           * thread's group) */
+  tp_entry_t *lo;        /* e: the malloc hit compares top with it (one memory operand) */
   uint64_t nalloc;       /* pops: stats */
   int64_t out;           /* blocks filled into the bin minus blocks flushed out: stats (the
                           * bin's live blocks are out - count, its frees nalloc - that) */
@@ -414,8 +417,8 @@ typedef struct tp_tgroup_s {
   uint32_t gen;
 } tp_tgroup_t;
 
-/* The site cache: a return address (masked by ra_mask: 0 outside group:site) and the bins (by
- * size, `fast`) of the group it allocates from, in this thread. */
+/* The site cache: a return address and the bins (by size, `fast`) of the group it allocates
+ * from, in this thread. Outside group:site every slot points at the one group's bins. */
 typedef struct tp_site_slot_s {
   uintptr_t ra;
   tp_tbin_t **bins;
@@ -424,7 +427,6 @@ typedef struct tp_site_slot_s {
 #define TP_SITE_CACHE 128
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
-  uintptr_t ra_mask;     /* ~0 under group:site, else 0 (every call is one site) */
   tp_site_slot_t site[TP_SITE_CACHE];
   uint16_t thread_group;
   uint8_t owns_thread_group;

@@ -10,7 +10,9 @@ static size_t live_offset(const tp_class_t *k) {
   return (sizeof(tp_slab_t) + (size_t)k->nwords * sizeof(uint64_t) + 63) & ~(size_t)63;
 }
 
-static size_t slab_meta_size(const tp_class_t *k) { return live_offset(k) + ((k->nobj + 63) & ~63u); }
+/* One live byte more than objects: a block-aligned pointer into the slab's tail (past its last
+ * object) finds a 0 there, so the free hit needs no bound check. */
+static size_t slab_meta_size(const tp_class_t *k) { return live_offset(k) + ((k->nobj + 1 + 63) & ~63u); }
 
 static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   const tp_class_t *k = &_tp_classes[c];
@@ -19,11 +21,11 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   s->recip = k->recip;
   s->size = k->size;
   s->nobj = k->nobj;
-  s->small_nobj = k->nobj;
   s->cls = (uint16_t)c;
   s->nwords = k->nwords;
   s->avail = s->data;
   s->live = (uint8_t *)s + live_offset(k);
+  s->free_live = s->live;
   for (unsigned w = 0; w < k->nwords; w++) {
     unsigned left = k->nobj - w * 64;
     s->avail[w] = left >= 64 ? ~0ull : ((1ull << left) - 1);

@@ -7,7 +7,7 @@
 #include "internal.h"
 
 /* count 0, limit 0: malloc and free both miss */
-tp_tbin_t _tp_tbin_empty = {.top = _tp_tbin_empty.e, .end = _tp_tbin_empty.e};
+tp_tbin_t _tp_tbin_empty = {.top = _tp_tbin_empty.e, .end = _tp_tbin_empty.e, .lo = _tp_tbin_empty.e};
 static tp_tgroup_t empty_tgroup = {.bins = {[0 ... TP_NCLASSES - 1] = &_tp_tbin_empty},
                                    .fast = {[0 ... TP_FAST_N - 1] = &_tp_tbin_empty}};
 
@@ -73,7 +73,6 @@ static tp_tcache_t *tcache_init(void) {
   }
   reset_record(tc);
   tc->mode = _tp_opt.group;
-  tc->ra_mask = tc->mode == TP_GROUP_SITE ? ~(uintptr_t)0 : 0;
   _tp_lock(&tc_lock);
   link_all(tc);
   _tp_unlock(&tc_lock);
@@ -133,7 +132,7 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
     if (b == NULL) return NULL;
     b->cap = cap;
     b->cls = c;
-    b->top = b->e;
+    b->top = b->lo = b->e;
     b->end = b->e + tbin_limit(tc, g, cap);
     tg->bins[c] = b;
     for (unsigned i = 0; i < TP_FAST_N; i++)

@@ -250,3 +250,17 @@ Test(warm, warming_never_faults_and_chase_visits_every_node_once) {
     head = n;
   }
 }
+
+/* The free hit has no bound check against a slab's object count: a block-aligned pointer into
+ * the tail a slab leaves past its last object must find a 0 live byte, not the next record's
+ * memory, and be reported like any pointer inside the slab. */
+Test(free, a_block_aligned_pointer_past_a_slabs_last_object_aborts) {
+  char *p = tp_malloc(48); /* 64 KiB / 48 leaves a 16-byte tail */
+  tp_slab_t *s = _tp_slab_of(p);
+  cr_assert_not_null(s);
+  char *tail = (char *)s->base + (size_t)s->nobj * s->size;
+  cr_assert_lt((uintptr_t)tail, s->base + (size_t)s->nslots * TP_SLOT, "the class leaves no tail: pick another");
+  cr_assert_eq(_tp_slab_of(tail), s);
+  expect_abort(call_free, tail, "tlbpack: invalid free of %p: points inside a block, not at its start", (void *)tail);
+  tp_free(p);
+}

@@ -248,7 +248,7 @@ Test(site, groups_are_bounded_and_later_sites_share_group_zero) {
 
 Test(site, group_none_puts_every_site_in_the_shared_group) {
   _tp_tc->mode = TP_GROUP_NONE; /* what group:none sets for every thread cache */
-  _tp_tc->ra_mask = 0;
+  for (unsigned i = 0; i < TP_SITE_CACHE; i++) _tp_tc->site[i].ra = 1; /* as a new cache's */
   void *a = site_a(48), *b = site_b(48);
   cr_assert_eq(_tp_hpage_of(a)->slot_slab[((uintptr_t)a >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);
   cr_assert_eq(_tp_hpage_of(b)->slot_slab[((uintptr_t)b >> TP_SLOT_SHIFT) & 31]->group, TP_SHARED_GROUP);

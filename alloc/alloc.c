@@ -114,7 +114,14 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
       if (_tp_tbin_count(tc->groups[g]->bins[c]) == 0) { /* about to refill */
         if (young) g = _tp_site_refill(ra, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
                                                      _tp_classes[c].size);
-        else g = adopt(tc, g, c);
+        else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
+          tp_bin_t *own = &_tp_groups[g]->bins[c], *sh = &_tp_groups[TP_SHARED_GROUP]->bins[c];
+          unsigned want = _tp_classes[c].tcache_cap / 2 ? _tp_classes[c].tcache_cap / 2 : 1;
+          if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), want,
+                                       __atomic_load_n(&sh->navail, __ATOMIC_RELAXED),
+                                       __atomic_load_n(&sh->slabs, __ATOMIC_RELAXED), _tp_classes[c].nobj))
+            g = TP_SHARED_GROUP;
+        }
       }
     }
   }
@@ -383,7 +390,7 @@ static void *realloc_ra(void *p, size_t size, uintptr_t ra) {
     tp_free(p); /* reports what is wrong with p and aborts */
     return NULL;
   }
-  if (size <= old && (size >= old / 2 || old <= 16)) return p;
+  if (_tp_policy_realloc_keeps(s->kind == TP_SLAB_SMALL, old, size)) return p;
   void *q = _tp_alloc(size, 0, s->group, 0); /* keeps the block in its placement group */
   if (q == NULL) return NULL;
   memcpy(q, p, old < size ? old : size);

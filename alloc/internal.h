@@ -120,6 +120,9 @@ uint32_t _tp_policy_site_demand(uint32_t demand, uint64_t *stamp, uint64_t now) 
 int _tp_policy_site_grows_up(uint32_t demand, size_t bytes) TP_INTERNAL;
 int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode) TP_INTERNAL;
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) TP_INTERNAL;
+int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
+int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
+                             uint32_t nobj) TP_INTERNAL;
 int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;
 uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint32_t cap) TP_INTERNAL;
 int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned cached, unsigned cap,
@@ -280,6 +283,8 @@ typedef struct tp_bin_s {
   tp_lock_t lock;
   tp_slab_t *partial;    /* slabs with available objects */
   size_t slabs;
+  size_t navail;         /* objects available in its slabs (read without the lock by
+                          * _tp_policy_borrow_shared: a hint) */
   uint64_t last_fill;    /* _tp_refill_clock at the last fill */
 } tp_bin_t;
 

@@ -70,6 +70,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
       s = slab_new(g, c);
       if (s == NULL) break;
       b->slabs++;
+      __atomic_store_n(&b->navail, b->navail + s->nobj, __ATOMIC_RELAXED);
       partial_push(b, s);
     }
     /* Whole bitmap words while there is room: a word's objects share a line of live bytes,
@@ -92,6 +93,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
     if (s->navail == 0) partial_unlink(b, s);
     if (n >= room) break;
   }
+  __atomic_store_n(&b->navail, b->navail - n, __ATOMIC_RELAXED);
   _tp_unlock(&b->lock);
   _tp_stats_out((ptrdiff_t)n * _tp_classes[c].size);
   return n;
@@ -111,9 +113,11 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
      * thrashing) and holds many objects: an idle bin (a dead thread's group, a site that
      * joined another) keeps none, nor do classes of a few large objects per slab, so that
      * empty slabs do not pin huge pages. */
+    __atomic_store_n(&b->navail, b->navail + 1, __ATOMIC_RELAXED);
     if (s->navail == s->nobj && _tp_policy_release_empty_slab(b->slabs, s->nobj, bin_hot(g, b))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
+      __atomic_store_n(&b->navail, b->navail - s->nobj, __ATOMIC_RELAXED);
       _tp_run_release(s);
       continue;
     }
@@ -132,6 +136,7 @@ void _tp_bin_trim(tp_group_t *g) {
       if (s->navail != s->nobj) continue;
       partial_unlink(b, s);
       b->slabs--;
+      __atomic_store_n(&b->navail, b->navail - s->nobj, __ATOMIC_RELAXED);
       _tp_run_release(s);
     }
     _tp_unlock(&b->lock);
@@ -175,6 +180,7 @@ void _tp_bin_release_all(tp_group_t *g) {
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     g->bins[c].partial = NULL;
     g->bins[c].slabs = 0;
+    g->bins[c].navail = 0;
     _tp_unlock(&g->bins[c].lock);
   }
 }

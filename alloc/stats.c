@@ -181,6 +181,18 @@ void tp_stats_print(FILE *out, int json) {
     fprintf(out, "tlbpack:   group %-4u %-24s %s slab_kb %zu own_hpages %zu (slots used %zu of %zu)\n", i,
             g->name, g->exclusive ? "exclusive" : "shared   ", atomic_load(&g->slab_bytes) >> 10,
             g->filler.hpages, used, g->filler.hpages * TP_SLOTS);
+    /* its small classes: slabs, objects, and how many sit available in the slabs (the rest
+     * are live or in thread caches) */
+    for (unsigned c = 0; c < TP_NCLASSES; c++) {
+      tp_bin_t *b = &g->bins[c];
+      _tp_lock(&b->lock);
+      size_t slabs = b->slabs, avail = 0, partial = 0;
+      for (tp_slab_t *s = b->partial; s; s = s->next, partial++) avail += s->navail;
+      _tp_unlock(&b->lock);
+      if (slabs == 0) continue;
+      fprintf(out, "tlbpack:     class %-6u slabs %-6zu (%zu partial) objects %-8zu available in slabs %zu\n",
+              _tp_classes[c].size, slabs, partial, slabs * _tp_classes[c].nobj, avail);
+    }
   }
 }
 

@@ -264,3 +264,17 @@ Test(free, a_block_aligned_pointer_past_a_slabs_last_object_aborts) {
   expect_abort(call_free, tail, "tlbpack: invalid free of %p: points inside a block, not at its start", (void *)tail);
   tp_free(p);
 }
+
+/* A shrink into a smaller size class moves the block there (contents kept); within the class
+ * it stays. */
+Test(api, realloc_shrinking_into_a_smaller_class_moves_the_block) {
+  char *p = tp_malloc(120);
+  for (int i = 0; i < 120; i++) p[i] = (char)i;
+  char *same = tp_realloc(p, 114);
+  cr_assert_eq(same, p, "114 bytes fit class 128: in place");
+  char *q = tp_realloc(p, 104);
+  cr_assert_neq(q, p);
+  cr_assert_eq(_tp_slab_of(q)->size, 112, "the block moved to class 112, not %u", _tp_slab_of(q)->size);
+  for (int i = 0; i < 104; i++) cr_assert_eq(q[i], (char)i);
+  tp_free(q);
+}

@@ -431,3 +431,32 @@ Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own)
   for (int i = 0; i < SITES; i++)
     for (int k = 0; k < ngrow[i]; k++) tp_free(grow[i][k]);
 }
+
+/* Holes in the shared group (policy.c, _tp_policy_borrow_shared): blocks of a class that sit
+ * in the shared group's slabs and were mostly freed are reused by a grown site group's next
+ * allocations of that class before it carves slabs of its own; a class without such holes
+ * gets the site's own slabs. */
+Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
+  enum { N = 6 * 585 }; /* six slabs of class 112 */
+  static void *blk[N];
+  for (int i = 0; i < N; i++) blk[i] = _tp_alloc(104, 0, TP_SHARED_GROUP, 0);
+  cr_assert_eq(slab_group(blk[0]), TP_SHARED_GROUP);
+  for (int i = 0; i < N; i++)
+    if (i % 4) tp_free(blk[i]); /* three in four freed, spread over every slab */
+  unsigned c = _tp_class_of(104);
+  tp_tbin_t *b = _tp_tc->groups[TP_SHARED_GROUP]->bins[c];
+  _tp_tbin_flush(_tp_tc, TP_SHARED_GROUP, c, b, 0); /* the freed blocks back in their slabs */
+  uintptr_t site = 0x600000;
+  unsigned g = TP_SHARED_GROUP;
+  for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(site, 64 << 10);
+  cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
+  int in_holes = 0, own = 0;
+  for (int i = 0; i < 500; i++) {
+    void *p = _tp_malloc_site(104, site);
+    if (slab_group(p) == TP_SHARED_GROUP) in_holes++;
+    void *q = _tp_malloc_site(200, site); /* no holes of this class: the site's own slabs */
+    if (slab_group(q) == g) own++;
+  }
+  cr_assert_geq(in_holes, 450, "only %d of 500 blocks of class 112 went into the shared group's holes", in_holes);
+  cr_assert_geq(own, 450, "only %d of 500 blocks of class 224 came from the site's group %u", own, g);
+}

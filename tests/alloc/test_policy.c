@@ -68,3 +68,24 @@ Test(policy, adoption_needs_all_of_its_evidence) {
   cr_assert_not(_tp_policy_adopt_donor(1, 0, 32, 64, ex, ex, TP_IDLE_REFILLS), "donor still allocating");
   cr_assert_not(_tp_policy_adopt_donor(1, 0, 0, 0, ex, ex, TP_IDLE_REFILLS + 1), "class not cached");
 }
+
+Test(policy, realloc_keeps_a_small_block_only_within_its_size_class) {
+  cr_assert(_tp_policy_realloc_keeps(1, 128, 128));
+  cr_assert(_tp_policy_realloc_keeps(1, 128, 113), "113 bytes are still class 128");
+  cr_assert_not(_tp_policy_realloc_keeps(1, 128, 104), "104 bytes are class 112: the block moves");
+  cr_assert_not(_tp_policy_realloc_keeps(1, 128, 129), "growth moves");
+  cr_assert(_tp_policy_realloc_keeps(1, 16, 1));
+  cr_assert(_tp_policy_realloc_keeps(1, 16, 0));
+  cr_assert(_tp_policy_realloc_keeps(0, 1 << 20, 600 << 10), "a medium block at least half used stays");
+  cr_assert_not(_tp_policy_realloc_keeps(0, 1 << 20, 400 << 10));
+}
+
+Test(policy, a_site_borrows_the_shared_groups_holes_only_when_it_would_carve_a_slab) {
+  /* nobj 585 (class 112), refills of 32 */
+  cr_assert(_tp_policy_borrow_shared(0, 32, 2 * 585, 4, 585));
+  cr_assert(_tp_policy_borrow_shared(31, 32, 2 * 585, 4, 585));
+  cr_assert_not(_tp_policy_borrow_shared(32, 32, 2 * 585, 4, 585), "its own slabs can serve the refill");
+  cr_assert_not(_tp_policy_borrow_shared(0, 32, 2 * 585 - 1, 4, 585), "less than two slabs of holes");
+  cr_assert_not(_tp_policy_borrow_shared(0, 32, 2 * 585, 9, 585), "holes under a quarter of the room");
+  cr_assert(_tp_policy_borrow_shared(0, 32, 2 * 585, 8, 585));
+}

@@ -81,17 +81,17 @@ static long count_mappings(void) {
   return n;
 }
 
-/* The pool_max cap in force, or `none` when there is no cap. */
-static const char *pool_max_text(char buf[24], const char *none) {
-  if (_tp_opt.pool_max == SIZE_MAX) return none;
-  snprintf(buf, 24, "%zu", _tp_opt.pool_max);
-  return buf;
-}
-
 static const char *pool_name(void) {
   static const char *names[] = {"auto", "hugetlbfs", "thp", "4k"};
   return names[_tp_opt.pool & 3];
 }
+
+/* Every stats field, once: the text report and the JSON object print this one table. */
+typedef struct {
+  const char *name;
+  char kind; /* 'u' size_t, 'l' long, 'i' int, 'd' double, 's' string, 'm' size_t or none (SIZE_MAX) */
+  union { size_t u; long l; int i; double d; const char *s; } v;
+} tp_field_t;
 
 void tp_stats_print(FILE *out, int json) {
   tp_stats_t st;
@@ -102,72 +102,57 @@ void tp_stats_print(FILE *out, int json) {
   tp_heap_counters_t c = _tp_heap_ctr;
   static const char *group_names[] = {"site", "thread", "none"};
   const char *mount = _tp_os.mount[0] ? _tp_os.mount : "";
-  char max_buf[24];
   tp_meta_pages_t mp;
   _tp_meta_pages(&mp);
+#define U(k, x) {k, 'u', {.u = (x)}}
+  const tp_field_t f[] = {
+      U("allocated_total", st.allocated_total), U("nmalloc", nm), U("nfree", nf), U("live_bytes", st.live_bytes),
+      U("peak_live_bytes", st.peak_live_bytes), U("live_objects", st.live_objects),
+      U("mapped_bytes", st.mapped_bytes), U("pages_hugetlbfs", st.pages_hugetlbfs), U("pages_thp", st.pages_thp),
+      U("pages_4k", st.pages_4k), U("pages_1g", c.pages_by_source[TP_SRC_1G]), U("gpages", _tp_os.gpages_taken),
+      U("fallbacks", st.fallbacks), U("pages_returned", st.pages_returned), {"density", 'd', {.d = st.density}},
+      U("fork_unshared", c.fork_unshared), U("pages_promoted", c.promoted), U("pool_pages_peak", _tp_os.pool_peak),
+      U("pool_capped", _tp_os.pool_capped), {"pool_max", 'm', {.u = _tp_opt.pool_max}},
+      U("hugetlb_windows", _tp_os.hugetlb_windows), U("hugetlb_files", _tp_os.hugetlb_files),
+      U("hugetlb_single", _tp_os.hugetlb_single), U("pool_cow_kept", _tp_os.cow_kept),
+      {"mappings", 'l', {.l = count_mappings()}}, U("reserved_bytes", c.reserved_bytes),
+      U("meta_bytes", _tp_meta_bytes()), U("meta_reserved_bytes", mp.reserved_bytes),
+      U("meta_resident", mp.resident_bytes), U("meta_thp_bytes", mp.thp_bytes), U("meta_4k_bytes", mp.small_bytes),
+      U("meta_tlb_entries", mp.tlb_entries), U("meta_mappings", mp.mappings),
+      {"numa_nodes", 'i', {.i = _tp_os.numa_nodes}}, {"numa_note", 's', {.s = _tp_os.numa_note}},
+  };
+#undef U
+  if (json)
+    fprintf(out, "{\"pid\":%d,\"pool\":\"%s\",\"group\":\"%s\",\"hugetlbfs_mount\":\"%s\"", (int)getpid(),
+            pool_name(), group_names[_tp_opt.group % 3], mount);
+  else
+    fprintf(out, "tlbpack: stats pid=%d pool=%s group=%s hugetlbfs_mount=%s\n", (int)getpid(), pool_name(),
+            group_names[_tp_opt.group % 3], mount[0] ? mount : "none");
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    const tp_field_t *e = &f[i];
+    if (json) fprintf(out, ",\"%s\":", e->name);
+    else if (e->kind == 's' && e->v.s[0] == 0) continue; /* text: an empty note is left out */
+    else fprintf(out, "tlbpack:   %-18s ", e->name);
+    switch (e->kind) {
+    case 'u': fprintf(out, "%zu", e->v.u); break;
+    case 'l': fprintf(out, "%ld", e->v.l); break;
+    case 'i': fprintf(out, "%d", e->v.i); break;
+    case 'd': fprintf(out, "%.4f", e->v.d); break;
+    case 's': fprintf(out, json ? "\"%s\"" : "%s", e->v.s); break;
+    case 'm':
+      if (e->v.u == SIZE_MAX) fputs(json ? "null" : "none", out);
+      else fprintf(out, "%zu", e->v.u);
+      break;
+    }
+    if (!json) fputc('\n', out);
+  }
   if (json) {
-    fprintf(out,
-            "{\"pid\":%d,\"pool\":\"%s\",\"group\":\"%s\",\"hugetlbfs_mount\":\"%s\","
-            "\"allocated_total\":%zu,\"nmalloc\":%zu,\"nfree\":%zu,\"live_bytes\":%zu,"
-            "\"peak_live_bytes\":%zu,\"live_objects\":%zu,\"mapped_bytes\":%zu,"
-            "\"reserved_bytes\":%zu,\"meta_bytes\":%zu,\"pages_hugetlbfs\":%zu,"
-            "\"pages_thp\":%zu,"
-            "\"pages_4k\":%zu,\"pages_1g\":%zu,\"gpages\":%zu,\"fallbacks\":%zu,\"pages_returned\":%zu,\"fork_unshared\":%zu,\"pages_promoted\":%zu,\"density\":%.4f,"
-            "\"pool_pages_peak\":%zu,\"pool_capped\":%zu,\"pool_max\":%s,"
-            "\"hugetlb_windows\":%zu,\"hugetlb_files\":%zu,\"hugetlb_single\":%zu,\"pool_cow_kept\":%zu,\"mappings\":%ld,"
-            "\"meta_reserved_bytes\":%zu,\"meta_resident_bytes\":%zu,\"meta_thp_bytes\":%zu,"
-            "\"meta_4k_bytes\":%zu,\"meta_tlb_entries\":%zu,\"meta_mappings\":%zu,"
-            "\"numa_nodes\":%d,\"numa_note\":\"%s\",\"pages_by_node\":[",
-            (int)getpid(), pool_name(), group_names[_tp_opt.group % 3], mount, st.allocated_total, nm, nf,
-            st.live_bytes, st.peak_live_bytes, st.live_objects, st.mapped_bytes, c.reserved_bytes,
-            _tp_meta_bytes(), st.pages_hugetlbfs, st.pages_thp, st.pages_4k, c.pages_by_source[TP_SRC_1G], _tp_os.gpages_taken, st.fallbacks, st.pages_returned,
-            c.fork_unshared, c.promoted, st.density, _tp_os.pool_peak, _tp_os.pool_capped,
-            pool_max_text(max_buf, "null"), _tp_os.hugetlb_windows, _tp_os.hugetlb_files, _tp_os.hugetlb_single,
-            _tp_os.cow_kept, count_mappings(), mp.reserved_bytes, mp.resident_bytes, mp.thp_bytes, mp.small_bytes,
-            mp.tlb_entries, mp.mappings, _tp_os.numa_nodes, _tp_os.numa_note);
+    fprintf(out, ",\"pages_by_node\":[");
     int nodes = _tp_os.numa_nodes > 0 ? (_tp_os.numa_nodes < 8 ? _tp_os.numa_nodes : 8) : 1;
     for (int i = 0; i < nodes; i++) fprintf(out, "%s%zu", i ? "," : "", c.pages_by_node[i]);
     fprintf(out, "]}\n");
     return;
   }
-  fprintf(out, "tlbpack: stats pid=%d pool=%s group=%s hugetlbfs_mount=%s\n", (int)getpid(), pool_name(),
-          group_names[_tp_opt.group % 3], mount[0] ? mount : "none");
-#define ROW(k, fmt, v) fprintf(out, "tlbpack:   %-18s " fmt "\n", k, v)
-  ROW("allocated_total", "%zu", st.allocated_total);
-  ROW("nmalloc", "%zu", nm);
-  ROW("nfree", "%zu", nf);
-  ROW("live_bytes", "%zu", st.live_bytes);
-  ROW("peak_live_bytes", "%zu", st.peak_live_bytes);
-  ROW("live_objects", "%zu", st.live_objects);
-  ROW("mapped_bytes", "%zu", st.mapped_bytes);
-  ROW("pages_hugetlbfs", "%zu", st.pages_hugetlbfs);
-  ROW("pages_thp", "%zu", st.pages_thp);
-  ROW("pages_4k", "%zu", st.pages_4k);
-  ROW("pages_1g", "%zu", c.pages_by_source[TP_SRC_1G]);
-  ROW("gpages", "%zu", _tp_os.gpages_taken);
-  ROW("fallbacks", "%zu", st.fallbacks);
-  ROW("pages_returned", "%zu", st.pages_returned);
-  ROW("density", "%.4f", st.density);
-  ROW("fork_unshared", "%zu", c.fork_unshared);
-  ROW("pages_promoted", "%zu", c.promoted);
-  ROW("pool_pages_peak", "%zu", _tp_os.pool_peak);
-  ROW("pool_capped", "%zu", _tp_os.pool_capped);
-  ROW("pool_max", "%s", pool_max_text(max_buf, "none"));
-  ROW("hugetlb_windows", "%zu", _tp_os.hugetlb_windows);
-  ROW("hugetlb_files", "%zu", _tp_os.hugetlb_files);
-  ROW("hugetlb_single", "%zu", _tp_os.hugetlb_single);
-  ROW("pool_cow_kept", "%zu", _tp_os.cow_kept);
-  ROW("mappings", "%ld", count_mappings());
-  ROW("reserved_bytes", "%zu", c.reserved_bytes);
-  ROW("meta_bytes", "%zu", _tp_meta_bytes());
-  ROW("meta_resident", "%zu", mp.resident_bytes);
-  ROW("meta_thp_bytes", "%zu", mp.thp_bytes);
-  ROW("meta_4k_bytes", "%zu", mp.small_bytes);
-  ROW("meta_tlb_entries", "%zu", mp.tlb_entries);
-  ROW("meta_mappings", "%zu", mp.mappings);
-  ROW("numa_nodes", "%d", _tp_os.numa_nodes);
-  if (_tp_os.numa_note[0]) ROW("numa_note", "%s", _tp_os.numa_note);
-#undef ROW
   if (!_tp_opt.verbose) return;
   /* verbose: where the memory sits, group by group */
   for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {

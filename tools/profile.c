@@ -510,9 +510,11 @@ static uint8_t *kind;
  * of the run), at least 16 KiB, touched at most once per 2 bytes allocated (written once, read
  * little), at most one L1 miss per 10 accesses (a first write runs through a page; a value read
  * at random misses far more often): kept apart from the hot pages. Hot: at least
- * 2% of the attributed L1 misses, 16 objects or more, long-lived: an ordered group never reuses
- * a freed block in place, so churning sites stay as they are. */
-static void classify(uint64_t total_l1) {
+ * 2% of the attributed L1 misses or 5% of the accesses to heap objects (a small run of a
+ * program keeps a compact hot site on few pages, where it misses little: its share of accesses
+ * still says it is hot at full size), 16 objects or more, long-lived: an ordered group never
+ * reuses a freed block in place, so churning sites stay as they are. */
+static void classify(uint64_t total_l1, uint64_t total_acc) {
   kind = xcalloc(nsites, 1);
   for (size_t i = 0; i < nsites; i++) {
     site_t *s = &sites[i];
@@ -520,7 +522,9 @@ static void classify(uint64_t total_l1) {
     uint64_t life = s->life_sum + 0;
     int long_lived = s->objects && (live * 2 >= s->objects || life / s->objects >= now / 10);
     if (long_lived && s->bytes >= 16384 && s->accesses * 2 <= s->bytes && s->l1 * 10 <= s->accesses) kind[i] = K_COLD;
-    else if (total_l1 && s->l1 * 50 >= total_l1 && long_lived && s->objects >= 16 && nsites < (1 << 16)) kind[i] = K_HOT;
+    else if (((total_l1 && s->l1 * 50 >= total_l1) || (total_acc && s->accesses * 20 >= total_acc)) && long_lived &&
+             s->objects >= 16 && nsites < (1 << 16))
+      kind[i] = K_HOT;
   }
   for (uint32_t i = 0; i < nsites && i < (1 << 16); i++) uf[i] = i;
   for (size_t i = 0; i < pairs.cap; i++) {
@@ -854,7 +858,7 @@ int tpc_cmd_profile(int argc, char **argv) {
   for (size_t k = 0; k < nsites && k < top; k++) symbolize(&sites[order[k]]);
   const ts_stats_t *st = ts_sim_stats(r.sim);
   uint64_t attributed_l1 = st->l1_misses - una_l1;
-  classify(attributed_l1);
+  classify(attributed_l1, total_data - unattributed);
   for (size_t k = 0; k < nsites; k++)
     if (kind[k] != K_REST) symbolize(&sites[k]);
   unsigned nhot = 0, ncold = 0;

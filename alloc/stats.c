@@ -165,6 +165,11 @@ void tp_stats_print(FILE *out, int json) {
   ROW("meta_4k_bytes", "%zu", mp.small_bytes);
   ROW("meta_tlb_entries", "%zu", mp.tlb_entries);
   ROW("meta_mappings", "%zu", mp.mappings);
+  unsigned nsites, split, class_keys;
+  _tp_site_counts(&nsites, &split, &class_keys);
+  ROW("sites", "%u", nsites);
+  ROW("sites_split", "%u", split);
+  ROW("sites_told_apart", "%u", nsites - split + class_keys); /* split sites count by class */
   ROW("numa_nodes", "%d", _tp_os.numa_nodes);
   if (_tp_os.numa_note[0]) ROW("numa_note", "%s", _tp_os.numa_note);
 #undef ROW

@@ -10,6 +10,7 @@
  * addr2line finds debug information. Then it writes a placement plan (README.md, "Placement
  * plans") for TLBPACK_CONF=plan:FILE. */
 #include "cli.h"
+#include "sitekey.h"
 #include "tlbsim.h"
 
 #include <errno.h>
@@ -142,7 +143,9 @@ static void map_del(map_t *m, uint64_t key) {
 
 /* ---- state ----------------------------------------------------------------------------- */
 typedef struct {
-  uint64_t ra;
+  uint64_t ra;             /* a return address, or a site + class key (sitekey.h) */
+  uint64_t classes;        /* whole sites: the classes seen, to split wrappers as the allocator does */
+  int split;
   uint64_t objects, bytes, accesses, visits, l1, l2, refs, pages4k, pages2m, freed;
   uint64_t life_sum;       /* accesses of the trace between birth and death (or the end) */
   uint64_t live_bytes;
@@ -250,8 +253,21 @@ static void obj_remove(uint32_t id) {
   if (last_obj == id) last_obj = UINT32_MAX;
 }
 
-static void do_alloc(uint64_t ra, uint64_t addr, uint64_t size) {
+/* The allocator's key for an allocation (group.c _tp_site_key): behind a wrapper, site + class,
+ * from the allocation that shows the site to be one. */
+static uint32_t key_index(uint64_t ra, uint64_t size) {
   uint32_t s = site_index(ra);
+  if (size > (256u << 10)) return s;
+  unsigned c = _tp_class_of(size ? size : 1);
+  if (!sites[s].split) {
+    sites[s].classes |= (uint64_t)1 << c;
+    sites[s].split = _tp_wrapper_classes(sites[s].classes);
+  }
+  return sites[s].split ? site_index(_tp_key_of(ra, c)) : s;
+}
+
+static void do_alloc(uint64_t ra, uint64_t addr, uint64_t size) {
+  uint32_t s = key_index(ra, size);
   uint32_t *old = map_slot(&obj_of_start, addr, 0);
   if (old) obj_remove(*old - 1); /* a block we missed the free of */
   obj_add(s, addr, size, now);
@@ -449,22 +465,27 @@ static int elf_is_exec(const char *path) {
 
 /* Module+offset for every site; for the ones printed, function and file:line by addr2line. */
 static const char *site_module(const site_t *s, uint64_t *off) {
+  uint64_t ra = _tp_key_site(s->ra);
   for (size_t i = 0; i < nmaps; i++)
-    if (s->ra >= maps[i].start && s->ra < maps[i].end) {
+    if (ra >= maps[i].start && ra < maps[i].end) {
       uint64_t b = module_base(maps[i].path);
       if (b == 0) return NULL;
-      *off = s->ra - b;
+      *off = ra - b;
       return maps[i].path;
     }
   return NULL;
 }
 
+/* MODULE+0xOFFSET, and " size N" (the class's size) for a site + class key: the plan's words. */
 static void name_sites(void) {
   for (size_t i = 0; i < nsites; i++) {
     uint64_t off;
     const char *m = site_module(&sites[i], &off);
-    if (m) snprintf(sites[i].name, sizeof sites[i].name, "%s+0x%llx", m, (unsigned long long)off);
-    else snprintf(sites[i].name, sizeof sites[i].name, "0x%llx", (unsigned long long)sites[i].ra);
+    int c = _tp_key_class(sites[i].ra);
+    char cls[32] = "";
+    if (c >= 0) snprintf(cls, sizeof cls, " size %zu", _tp_class_size((unsigned)c));
+    if (m) snprintf(sites[i].name, sizeof sites[i].name, "%s+0x%llx%s", m, (unsigned long long)off, cls);
+    else snprintf(sites[i].name, sizeof sites[i].name, "0x%llx%s", (unsigned long long)_tp_key_site(sites[i].ra), cls);
   }
 }
 
@@ -472,7 +493,7 @@ static void symbolize(site_t *s) {
   uint64_t off;
   const char *m = site_module(s, &off);
   if (!m || s->sym[0]) return;
-  uint64_t a = (elf_is_exec(m) ? s->ra : off) - 1; /* the call, not the instruction after it */
+  uint64_t a = (elf_is_exec(m) ? _tp_key_site(s->ra) : off) - 1; /* the call, not the instruction after it */
   char cmd[PATH_MAX + 128];
   snprintf(cmd, sizeof cmd, "addr2line -f -C -e '%s' 0x%llx 2>/dev/null", m, (unsigned long long)a);
   FILE *p = popen(cmd, "r");

@@ -104,30 +104,36 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
  * (adopt). The site cache then points at the group's bins, so the next call hits. */
 static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
   unsigned g;
+  uintptr_t key = ra;
+  unsigned c = size <= TP_SMALL_MAX ? _tp_class_of(size ? size : 1) : TP_NCLASSES;
   if (tc->mode != TP_GROUP_SITE) {
     g = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP; /* every slot: g */
   } else {
     int young = 0;
-    g = _tp_site_group(ra, &young);
-    if (size <= TP_SMALL_MAX) {
-      unsigned c = _tp_class_of(size ? size : 1);
-      if (_tp_tbin_count(tc->groups[g]->bins[c]) == 0) { /* about to refill */
-        if (young) g = _tp_site_refill(ra, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
-                                                     _tp_classes[c].size);
-        else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
-          tp_bin_t *own = &_tp_groups[g]->bins[c], *sh = &_tp_groups[TP_SHARED_GROUP]->bins[c];
-          unsigned want = _tp_classes[c].tcache_cap / 2 ? _tp_classes[c].tcache_cap / 2 : 1;
-          if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), want,
-                                       __atomic_load_n(&sh->navail, __ATOMIC_RELAXED),
-                                       __atomic_load_n(&sh->slabs, __ATOMIC_RELAXED), _tp_classes[c].nobj))
-            g = TP_SHARED_GROUP;
-        }
+    /* Behind a wrapper the key is site + class: each class has its own group (group.c). */
+    if (c < TP_NCLASSES) key = _tp_site_key(ra, c);
+    g = _tp_site_group(key, &young);
+    if (c < TP_NCLASSES && _tp_tbin_count(tc->groups[g]->bins[c]) == 0) { /* about to refill */
+      if (young) g = _tp_site_refill(key, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
+                                              _tp_classes[c].size);
+      else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
+        tp_bin_t *own = &_tp_groups[g]->bins[c], *sh = &_tp_groups[TP_SHARED_GROUP]->bins[c];
+        unsigned want = _tp_classes[c].tcache_cap / 2 ? _tp_classes[c].tcache_cap / 2 : 1;
+        if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), want,
+                                     __atomic_load_n(&sh->navail, __ATOMIC_RELAXED),
+                                     __atomic_load_n(&sh->slabs, __ATOMIC_RELAXED), _tp_classes[c].nobj))
+          g = TP_SHARED_GROUP;
       }
     }
   }
-  tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
-  st->bins = _tp_tgroup_fast(tc, g);
-  st->ra = ra;
+  /* Only sizes up to TP_FAST_MAX use the slot. A split site's slot points at the thread's mixed
+   * bins for it: by size, the bins of each class's own group, so the malloc hit stays the same
+   * few instructions. */
+  if (size <= TP_FAST_MAX) {
+    tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
+    st->bins = key != ra ? _tp_tcache_mixed(tc, ra, g, c) : _tp_tgroup_fast(tc, g);
+    st->ra = ra;
+  }
   return g;
 }
 

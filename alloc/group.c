@@ -26,6 +26,13 @@ static uint32_t site_demand[SITE_TABLE];
 static uint64_t site_stamp[SITE_TABLE];
 static size_t site_bytes[SITE_TABLE];
 static unsigned site_used;
+/* Wrappers (sitekey.h): the classes each site was seen allocating on the slow path, and
+ * whether it is split into site + class keys (a wrapper, or named by size in the plan). A site
+ * the plan names whole stays whole. */
+static _Atomic uint64_t site_classes[SITE_TABLE];
+static _Atomic uint8_t site_split[SITE_TABLE];
+static uint8_t site_planned[SITE_TABLE];
+static _Atomic unsigned nsplit;
 
 static void group_setup(tp_group_t *g, unsigned id, const char *name) {
   g->id = (uint16_t)id;
@@ -85,6 +92,7 @@ static int site_slot(uintptr_t ra, int insert) {
   }
   if (!insert) return -1;
   unsigned planned = _tp_plan_group(ra); /* outside the lock: it may create the group */
+  int split = _tp_key_class(ra) < 0 && planned == TP_SHARED_GROUP && _tp_plan_splits(ra);
   _tp_lock(&groups_lock);
   int slot = -1;
   if (site_used * 4 < SITE_TABLE * 3) { /* else crowded: shared, not remembered */
@@ -96,6 +104,11 @@ static int site_slot(uintptr_t ra, int insert) {
     if (atomic_load_explicit(&site_key[i], memory_order_relaxed) == 0) {
       atomic_store_explicit(&site_val[i], (uint16_t)planned, memory_order_relaxed);
       site_young[i] = planned == TP_SHARED_GROUP; /* a planned site skips the young phase */
+      site_planned[i] = planned != TP_SHARED_GROUP;
+      if (split) {
+        atomic_store_explicit(&site_split[i], 1, memory_order_relaxed);
+        atomic_fetch_add(&nsplit, 1);
+      }
       atomic_store_explicit(&site_key[i], ra, memory_order_release);
       site_used++;
     }
@@ -103,6 +116,34 @@ static int site_slot(uintptr_t ra, int insert) {
   }
   _tp_unlock(&groups_lock);
   return slot;
+}
+
+uintptr_t _tp_site_key(uintptr_t ra, unsigned c) {
+  int i = site_slot(ra, 1);
+  if (i < 0 || site_planned[i]) return ra;
+  if (atomic_load_explicit(&site_split[i], memory_order_relaxed)) return _tp_key_of(ra, c);
+  uint64_t bit = (uint64_t)1 << c;
+  uint64_t m = atomic_load_explicit(&site_classes[i], memory_order_relaxed);
+  if (m & bit) return ra;
+  m = atomic_fetch_or(&site_classes[i], bit) | bit;
+  if (!_tp_wrapper_classes(m)) return ra;
+  uint8_t zero = 0;
+  if (atomic_compare_exchange_strong(&site_split[i], &zero, 1)) {
+    atomic_fetch_add(&nsplit, 1);
+    if (_tp_opt.verbose) _tp_message("site %#lx is a wrapper: split by size class", (unsigned long)ra);
+  }
+  return _tp_key_of(ra, c);
+}
+
+void _tp_site_counts(unsigned *sites, unsigned *split, unsigned *class_keys) {
+  unsigned whole = 0, by_class = 0;
+  for (unsigned i = 0; i < SITE_TABLE; i++) {
+    uintptr_t k = atomic_load_explicit(&site_key[i], memory_order_acquire);
+    if (k) whole += _tp_key_class(k) < 0, by_class += _tp_key_class(k) >= 0;
+  }
+  *sites = whole;
+  *split = atomic_load(&nsplit);
+  *class_keys = by_class;
 }
 
 unsigned _tp_site_group(uintptr_t ra, int *young) {
@@ -137,7 +178,10 @@ unsigned _tp_site_refill(uintptr_t ra, size_t bytes) {
       tp_group_t *g = group_new(NULL);
       if (g) {
         g->site = ra;
-        snprintf(g->name, sizeof g->name, "site:%#lx", (unsigned long)ra);
+        if (_tp_key_class(ra) < 0) snprintf(g->name, sizeof g->name, "site:%#lx", (unsigned long)ra);
+        else
+          snprintf(g->name, sizeof g->name, "site:%#lx/%zu", (unsigned long)_tp_key_site(ra),
+                   _tp_class_size((unsigned)_tp_key_class(ra)));
         id = g->id;
         nsites++;
         atomic_store_explicit(&site_val[i], (uint16_t)id, memory_order_release);

@@ -48,14 +48,7 @@ typedef struct tp_class_s {
 extern tp_class_t _tp_classes[TP_NCLASSES] TP_INTERNAL;
 void _tp_classes_init(void) TP_INTERNAL;
 
-static inline unsigned _tp_class_of(size_t n) {
-  if (n <= 128) return n == 0 ? 0 : (unsigned)((n - 1) >> 4);
-  size_t x = n - 1;
-  unsigned e = 63u - (unsigned)__builtin_clzl(x);
-  size_t base = (size_t)1 << e;
-  unsigned k = (unsigned)((x - base) >> (e - 2));
-  return 8 + (e - 7) * 4 + k;
-}
+#include "sitekey.h" /* _tp_class_of, site + class keys */
 
 /* ---- options (options.c) ------------------------------------------------------------- */
 enum { TP_POOL_AUTO, TP_POOL_HUGETLBFS, TP_POOL_THP, TP_POOL_4K };
@@ -329,7 +322,15 @@ unsigned _tp_thread_group(void) TP_INTERNAL;
 /* Placement plans (plan.c): loads plan:FILE at start-up (one warning and no plan on any
  * error), and gives the group a planned site belongs to (TP_SHARED_GROUP: not planned). */
 void _tp_plan_load(const char *path) TP_INTERNAL;
-unsigned _tp_plan_group(uintptr_t site) TP_INTERNAL;
+unsigned _tp_plan_group(uintptr_t key) TP_INTERNAL;
+/* Whether the plan names site ra by size (`site ... size N`): ra is then split by class. */
+int _tp_plan_splits(uintptr_t ra) TP_INTERNAL;
+/* The key group:site places a small allocation of class c at site ra under: ra, or ra + c when
+ * ra is a wrapper (sitekey.h) or the plan names it by size. Counts ra's classes (slow path). */
+uintptr_t _tp_site_key(uintptr_t ra, unsigned c) TP_INTERNAL;
+/* Stats: distinct return addresses seen, how many of them are split by class, and the
+ * site + class keys they were split into. */
+void _tp_site_counts(unsigned *sites, unsigned *split, unsigned *class_keys) TP_INTERNAL;
 /* An exited thread's group goes to the next new thread (its pages and slabs are reused). */
 void _tp_thread_group_release(unsigned id) TP_INTERNAL;
 /* Counts blocks dropped without free (tp_group_destroy) as freed. */
@@ -429,6 +430,14 @@ typedef struct tp_site_slot_s {
   tp_tbin_t **bins;
 } tp_site_slot_t;
 
+/* A split site's bins by size in one thread: entry (size + 15) / 16 is the bin of the group
+ * that size's class goes to (group_for), so one site slot serves every class of a wrapper. */
+typedef struct tp_mixed_s {
+  uintptr_t ra;
+  tp_tbin_t *fast[TP_FAST_N];
+} tp_mixed_t;
+#define TP_MIXED_SITES 16 /* split sites a thread keeps mixed bins for; others share slots */
+
 #define TP_SITE_CACHE 128
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
@@ -443,6 +452,7 @@ typedef struct tp_tcache_s {
   size_t nmalloc, nfree, bytes_alloc;
   ptrdiff_t live_bytes;  /* may go negative in a thread that frees others' blocks */
   struct tp_tcache_s *next_all, *prev_all;
+  tp_mixed_t *mixed[TP_MIXED_SITES]; /* kept with the record, cleared for its next thread */
   tp_tgroup_t *groups[TP_MAX_GROUPS];
 } tp_tcache_t;
 
@@ -457,6 +467,9 @@ static inline int _tp_tcache_started(const tp_tcache_t *tc) { return tc != &_tp_
 tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) TP_INTERNAL;
 /* The bins by size (`fast`) of group g in this thread, for the site cache. */
 tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) TP_INTERNAL;
+/* The mixed bins of split site ra in this thread, with class c's entries set to group g's bin;
+ * group g's own bins when the thread has no room for another split site. */
+tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned c) TP_INTERNAL;
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) TP_INTERNAL;
 void _tp_tcache_flush_all(tp_tcache_t *tc) TP_INTERNAL;
 void _tp_tcache_prefork(void) TP_INTERNAL;

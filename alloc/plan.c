@@ -55,8 +55,10 @@ int _tp_plan_parse(tp_plan_t *p, const char *text, size_t n, char *err, size_t e
     if (n1 == 0) continue;
     size_t n2 = word(&cur, le, &w2);
     size_t n3 = word(&cur, le, &w3);
-    const char *w4;
-    if (word(&cur, le, &w4) != 0) return fail(err, errlen, line, "too many words"), -1;
+    const char *w4, *w5;
+    size_t n4 = word(&cur, le, &w4);
+    if (word(&cur, le, &w5) != 0 || (n4 && !is(w, n1, "site")))
+      return fail(err, errlen, line, "too many words"), -1;
     if (!header) {
       if (!is(w, n1, "tlbpack-plan") || !is(w2, n2, "1") || n3)
         return fail(err, errlen, line, "expected the header 'tlbpack-plan 1'"), -1;
@@ -81,14 +83,26 @@ int _tp_plan_parse(tp_plan_t *p, const char *text, size_t n, char *err, size_t e
       size_t ml = plus ? (size_t)(plus - w2) : 0;
       const char *h = plus ? plus + 1 : NULL;
       size_t hl = plus ? (size_t)(w2 + n2 - h) : 0;
-      if (n3 || ml == 0 || w2[0] != '/' || !printable_path(w2, ml) || hl < 3 || hl > 18 || h[0] != '0' ||
+      if (ml == 0 || w2[0] != '/' || !printable_path(w2, ml) || hl < 3 || hl > 18 || h[0] != '0' ||
           (h[1] != 'x' && h[1] != 'X'))
-        return fail(err, errlen, line, "expected 'site /MODULE/PATH+0xOFFSET'"), -1;
+        return fail(err, errlen, line, "expected 'site /MODULE/PATH+0xOFFSET [size N]'"), -1;
+      uint32_t size = 0;
+      if (n3) {
+        uint64_t v = 0;
+        int okn = is(w3, n3, "size") && n4 > 0 && n4 <= 7;
+        for (size_t i = 0; okn && i < n4; i++) {
+          if (w4[i] < '0' || w4[i] > '9') okn = 0;
+          v = v * 10 + (uint64_t)(w4[i] - '0');
+        }
+        if (!okn || v == 0 || v > TP_PLAN_MAX_SIZE)
+          return fail(err, errlen, line, "expected 'site /MODULE/PATH+0xOFFSET size N' (N bytes, 1-262144)"), -1;
+        size = (uint32_t)v;
+      }
       uint64_t off = 0;
       for (size_t i = 2; i < hl; i++) {
         char c = h[i];
         int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0) return fail(err, errlen, line, "expected 'site /MODULE/PATH+0xOFFSET' (hex offset)"), -1;
+        if (d < 0) return fail(err, errlen, line, "expected 'site /MODULE/PATH+0xOFFSET [size N]' (hex offset)"), -1;
         off = off << 4 | (uint64_t)d;
       }
       unsigned m = 0;
@@ -99,9 +113,10 @@ int _tp_plan_parse(tp_plan_t *p, const char *text, size_t n, char *err, size_t e
         p->nmodules++;
       }
       for (unsigned i = 0; i < p->nsites; i++)
-        if (p->sites[i].module == m && p->sites[i].offset == off)
+        if (p->sites[i].module == m && p->sites[i].offset == off && p->sites[i].size == size)
           return fail(err, errlen, line, "this site is already in the plan"), -1;
-      p->sites[p->nsites++] = (tp_plan_site_t){.offset = off, .module = (uint16_t)m, .group = (uint16_t)(p->ngroups - 1)};
+      p->sites[p->nsites++] =
+          (tp_plan_site_t){.offset = off, .module = (uint16_t)m, .group = (uint16_t)(p->ngroups - 1), .size = size};
     } else {
       return fail(err, errlen, line, "expected 'program', 'group' or 'site'"), -1;
     }
@@ -217,10 +232,20 @@ void _tp_plan_load(const char *path) {
   if (_tp_opt.verbose) _tp_message("plan %s: %u sites in %u groups", path, plan.nsites, plan.ngroups);
 }
 
-unsigned _tp_plan_group(uintptr_t ra) {
+int _tp_plan_splits(uintptr_t ra) {
+  if (!plan_ready) return 0;
+  for (unsigned i = 0; i < plan.nsites; i++)
+    if (plan.sites[i].addr == ra && plan.sites[i].size) return 1;
+  return 0;
+}
+
+unsigned _tp_plan_group(uintptr_t key) {
   if (!plan_ready) return TP_SHARED_GROUP;
+  uintptr_t ra = _tp_key_site(key);
+  int c = _tp_key_class(key);
   for (unsigned i = 0; i < plan.nsites; i++) {
-    if (plan.sites[i].addr != ra) continue;
+    const tp_plan_site_t *ps = &plan.sites[i];
+    if (ps->addr != ra || (ps->size ? c < 0 || (unsigned)c != _tp_class_of(ps->size) : c >= 0)) continue;
     unsigned k = plan.sites[i].group;
     unsigned id = atomic_load(&plan_gid[k]);
     if (id) return id;

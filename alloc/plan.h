@@ -20,6 +20,8 @@ typedef struct tp_plan_site_s {
   uintptr_t addr;    /* resolved return address (0 until _tp_plan_resolve) */
   uint16_t module;
   uint16_t group;    /* index into groups */
+  uint32_t size;     /* `size N`: only the requests in N's size class (a site behind a wrapper);
+                        0: the whole site */
 } tp_plan_site_t;
 
 typedef struct tp_plan_s {
@@ -40,5 +42,7 @@ int _tp_plan_parse(tp_plan_t *plan, const char *text, size_t n, char *err, size_
  * start of its mappings at file offset 0. exe is the running program's path: a plan whose
  * `program` differs is refused. Returns 0, or -1 with the reason in err. */
 int _tp_plan_resolve(tp_plan_t *plan, const char *maps, size_t n, const char *exe, char *err, size_t errlen);
+
+#define TP_PLAN_MAX_SIZE (256u << 10) /* `size N`: N up to the largest slab class */
 
 #endif

@@ -5,16 +5,11 @@
 tp_class_t _tp_classes[TP_NCLASSES];
 uint8_t _tp_fast_class[TP_FAST_N];
 
-static uint32_t class_size(unsigned c) {
-  if (c < 8) return (c + 1) * 16;
-  unsigned e = 7 + (c - 8) / 4, k = (c - 8) % 4;
-  return (uint32_t)(((size_t)1 << e) + (k + 1) * (((size_t)1 << e) >> 2));
-}
 
 void _tp_classes_init(void) {
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     tp_class_t *k = &_tp_classes[c];
-    k->size = class_size(c);
+    k->size = (uint32_t)_tp_class_size(c);
     unsigned n = 1;
     for (; n < TP_SLOTS; n++) {
       size_t bytes = n * TP_SLOT, nobj = bytes / k->size;

@@ -104,6 +104,8 @@ void tp_stats_print(FILE *out, int json) {
   const char *mount = _tp_os.mount[0] ? _tp_os.mount : "";
   tp_meta_pages_t mp;
   _tp_meta_pages(&mp);
+  unsigned nsites, split, class_keys;
+  _tp_site_counts(&nsites, &split, &class_keys);
 #define U(k, x) {k, 'u', {.u = (x)}}
   const tp_field_t f[] = {
       U("allocated_total", st.allocated_total), U("nmalloc", nm), U("nfree", nf), U("live_bytes", st.live_bytes),
@@ -119,6 +121,8 @@ void tp_stats_print(FILE *out, int json) {
       U("meta_bytes", _tp_meta_bytes()), U("meta_reserved_bytes", mp.reserved_bytes),
       U("meta_resident", mp.resident_bytes), U("meta_thp_bytes", mp.thp_bytes), U("meta_4k_bytes", mp.small_bytes),
       U("meta_tlb_entries", mp.tlb_entries), U("meta_mappings", mp.mappings),
+      {"sites", 'i', {.i = (int)nsites}}, {"sites_split", 'i', {.i = (int)split}},
+      {"sites_told_apart", 'i', {.i = (int)(nsites - split + class_keys)}}, /* split sites count by class */
       {"numa_nodes", 'i', {.i = _tp_os.numa_nodes}}, {"numa_note", 's', {.s = _tp_os.numa_note}},
   };
 #undef U

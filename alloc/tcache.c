@@ -50,12 +50,21 @@ static void reset_limits(tp_tcache_t *tc) {
 
 static void link_all(tp_tcache_t *tc) { TP_LIST_PUSH(&all_list, tc, next_all, prev_all); }
 
-/* Everything but the per-group bins, which a recycled record keeps. */
+static void mixed_clear(tp_mixed_t *m) {
+  m->ra = 0;
+  for (unsigned i = 0; i < TP_FAST_N; i++) m->fast[i] = &_tp_tbin_empty;
+}
+
+/* Everything but the per-group bins and the mixed bins' records, which a recycled record keeps. */
 static void reset_record(tp_tcache_t *tc) {
   tp_tgroup_t *keep[TP_MAX_GROUPS];
+  tp_mixed_t *mixed[TP_MIXED_SITES];
   memcpy(keep, tc->groups, sizeof keep);
+  memcpy(mixed, tc->mixed, sizeof mixed);
   memset(tc, 0, sizeof *tc);
   memcpy(tc->groups, keep, sizeof keep);
+  for (unsigned i = 0; i < TP_MIXED_SITES; i++)
+    if ((tc->mixed[i] = mixed[i]) != NULL) mixed_clear(mixed[i]);
   for (unsigned i = 0; i < TP_SITE_CACHE; i++) tc->site[i] = (tp_site_slot_t){1, empty_tgroup.fast};
 }
 
@@ -120,6 +129,28 @@ static tp_tgroup_t *tgroup_get(tp_tcache_t *tc, unsigned g) {
 }
 
 tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) { return tgroup_get(tc, g)->fast; }
+
+tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned c) {
+  if (tc->dead) return empty_tgroup.fast;
+  tp_mixed_t *m = NULL;
+  for (unsigned i = 0; i < TP_MIXED_SITES && m == NULL; i++) {
+    tp_mixed_t *x = tc->mixed[i];
+    if (x == NULL) {
+      x = _tp_meta_alloc(sizeof *x);
+      if (x == NULL) break;
+      mixed_clear(x);
+      tc->mixed[i] = x;
+    }
+    if (x->ra == ra || x->ra == 0) m = x;
+  }
+  if (m == NULL) return _tp_tgroup_fast(tc, g);
+  m->ra = ra;
+  /* An ordered group allocates past the bins: its sizes stay misses, like its own fast[]. */
+  tp_tbin_t *b = c < TP_NCLASSES && !_tp_groups[g]->ordered ? _tp_tbin_get(tc, g, c) : NULL;
+  for (unsigned i = 0; i < TP_FAST_N; i++)
+    if (_tp_fast_class[i] == c) m->fast[i] = b ? b : &_tp_tbin_empty;
+  return m->fast;
+}
 
 tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
   tp_tgroup_t *tg = tgroup_get(tc, g);

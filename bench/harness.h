@@ -21,6 +21,8 @@ typedef struct tb_alloc_s {
   const char *extra_arg;           /* appended to the workload's flags ("--ideal"), or NULL */
   const char *expect_malloc;       /* basename the workload's malloc_from must show, or NULL */
   const char *what;                /* one line for the README / --list */
+  int planned;                     /* runs with a placement plan made by profiling a smaller run
+                                      of the workload (only where the workload has plan_args) */
 } tb_alloc_t;
 
 enum { TB_SCALE_TINY, TB_SCALE_DEMO, TB_SCALE_FULL, TB_SCALES };
@@ -39,6 +41,8 @@ typedef struct tb_workload_s {
                                       preload ("redis-stock"), which measure the stock program */
   int demo_runs;                   /* runs per cell in --demo at the default --runs (0: the same) */
   const char *unit;                /* what one op is, for throughput ("request"), NULL: not shown */
+  const char *plan_args;           /* flags of the smaller run `tlbpack profile` makes the plan of
+                                      the planned allocators from, or NULL (no planned rows) */
 } tb_workload_t;
 
 extern const tb_alloc_t tb_allocs[];
@@ -54,6 +58,14 @@ const char *tb_alloc_lib(const tb_alloc_t *a, const char *build_dir, char *buf, 
                          const char **why);
 /* Replaces a library path (--lib NAME=PATH), for tests and unusual installs. */
 int tb_alloc_override(const char *name_eq_path);
+
+/* The plan of a planned allocator for workload w: <wl_dir>/<workload>.plan, made by
+ * `<self_dir>/tlbpack profile` over the workload's plan_args run unless the key file beside it
+ * says the workload binary, the profiler and the flags are those it was made with. Returns 0
+ * with the plan's path and a note saying how it was made, or -1 with the reason in note. */
+int tb_plan_path(const tb_workload_t *w, const char *wl_dir, char *path, size_t n);
+int tb_plan_make(const tb_workload_t *w, const char *self_dir, const char *wl_dir, double timeout_s,
+                 char *path, size_t n, char *note, size_t nn);
 
 /* ---- key=value records ------------------------------------------------------------------- */
 typedef struct tb_kv_s {
@@ -127,6 +139,8 @@ typedef struct tb_cell_s {
   double rss_kb[TB_MAX_RUNS];    /* peak RSS + hugetlb pages of each good run */
   double hot_entries, hot_floor, hot_pages_4k, hot_bytes;  /* NaN when not measured */
   char tlb_source[64], malloc_from[64], detail[128], error[256];
+  char plan[512];                /* planned allocator: the plan file ("" otherwise) */
+  char plan_note[512];           /* how the plan was made (or found cached) */
   tb_sim_t sim, nested;          /* ok == 0: not simulated; sim_note says why */
   char sim_note[160];
   /* A foreign program's resident memory at its peak, per good run (NaN: not reported): TLB

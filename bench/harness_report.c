@@ -303,6 +303,11 @@ void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n) {
         target(f, "TLB entries / floor (tlbpack-arena)", wl, tb_ratio(ar->hot_entries, ar->hot_floor), 1.5, 0);
         target(f, "ns per lookup, tlbpack-arena / ideal layout", wl, id ? tb_ratio(ar->ns_med, id->ns_med) : NAN, 1.1, 0);
       }
+      const tb_cell_t *pl = tb_peer(cells, n, c, "tlbpack-plan");
+      if (pl) {
+        target(f, "TLB entries / floor (tlbpack-plan)", wl, tb_ratio(pl->hot_entries, pl->hot_floor), 1.1, 0);
+        target(f, "ns per lookup, tlbpack-plan / ideal layout", wl, id ? tb_ratio(pl->ns_med, id->ns_med) : NAN, 1.1, 0);
+      }
     }
     if (!strcmp(wl, "chase-warm")) {
       const tb_cell_t *cold = NULL;

@@ -60,7 +60,7 @@ static int runs_of(const tb_opts_t *o, const tb_workload_t *w) {
   return o->runs;
 }
 
-static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,tlbpack-arena,ideal";
+static const char *demo_allocs = "jemalloc,tlbpack,jemalloc-thp,glibc,mimalloc,tlbpack-arena,tlbpack-plan,ideal";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -217,10 +217,19 @@ static int build_argv(char **argv, char *store, size_t cap, const char *wl_dir, 
   return n;
 }
 
-static void env_for(const tb_cell_t *c, const char **env, char *preload, size_t n) {
+/* preload and conf are the caller's storage for the two variables built here; a planned
+ * allocator's TLBPACK_CONF gets ",plan:FILE" added. */
+static void env_for(const tb_cell_t *c, const char **env, char *preload, size_t n, char *conf, size_t cn) {
   int k = 0;
   if (c->lib[0]) { snprintf(preload, n, "LD_PRELOAD=%s", c->lib); env[k++] = preload; }
-  for (int i = 0; i < TB_MAX_ENV && c->a->env[i]; i++) env[k++] = c->a->env[i];
+  for (int i = 0; i < TB_MAX_ENV && c->a->env[i]; i++) {
+    if (c->plan[0] && !strncmp(c->a->env[i], "TLBPACK_CONF=", 13)) {
+      snprintf(conf, cn, "%s,plan:%s", c->a->env[i], c->plan);
+      env[k++] = conf;
+    } else {
+      env[k++] = c->a->env[i];
+    }
+  }
   env[k] = NULL;
 }
 
@@ -334,8 +343,20 @@ int main(int argc, char **argv) {
     }
     for (size_t j = 0; j < nalloc; j++) {
       if (order[j]->extra_arg && !w->ideal_ok) continue;  /* `ideal` exists only for records */
+      if (order[j]->planned && !w->plan_args) continue;   /* a plan is made for records only */
       tb_cell_init(&cells[ncells], w, order[j]);
       snprintf(cells[ncells].lib, sizeof cells[ncells].lib, "%s", libs[j]);
+      if (order[j]->planned) {
+        tb_cell_t *c = &cells[ncells];
+        progress("tlbbench: %s x %s: the plan (tlbpack profile of a smaller run, under valgrind; cached)", w->name,
+                 order[j]->name);
+        if (tb_plan_make(w, self, wl_dir, o.timeout_s, c->plan, sizeof c->plan, c->plan_note, sizeof c->plan_note) != 0) {
+          snprintf(skipped[nskipped++], 256, "allocator %s x %s: no plan: %.180s", order[j]->name, w->name, c->plan_note);
+          note("tlbbench: skipping %s x %s: no plan: %s\n", w->name, order[j]->name, c->plan_note);
+          continue;
+        }
+        note("tlbbench: %s x %s: %s\n", w->name, order[j]->name, c->plan_note);
+      }
       ncells++;
     }
   }
@@ -368,10 +389,10 @@ int main(int argc, char **argv) {
         tb_cell_t *c = &cells[i];
         done++;
         progress("[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)", done, total, c->w->name, c->a->name, r + 1, runs, now_s() - t0);
-        char *av[32], store[8192], preload[600];
+        char *av[32], store[8192], preload[600], conf[700];
         const char *env[TB_MAX_ENV + 2];
         build_argv(av, store, sizeof store, wl_dir, c, o.scale, NULL);
-        env_for(c, env, preload, sizeof preload);
+        env_for(c, env, preload, sizeof preload, conf, sizeof conf);
         tb_proc_t p;
         tb_kv_t kv;
         const char *why = NULL;
@@ -423,10 +444,10 @@ int main(int argc, char **argv) {
       snprintf(trace, sizeof trace, "%s/%s.%s.trace", tmpdir, c->w->name, c->a->name);
       snprintf(smaps, sizeof smaps, "%s/%s.%s.smaps", tmpdir, c->w->name, c->a->name);
       snprintf(more, sizeof more, "--trace %s --smaps %s --trace-max %lu", trace, smaps, o.trace_max);
-      char *av[32], store[16384], preload[600];
+      char *av[32], store[16384], preload[600], conf[700];
       const char *env[TB_MAX_ENV + 2];
       build_argv(av, store, sizeof store, wl_dir, c, o.scale, more);
-      env_for(c, env, preload, sizeof preload);
+      env_for(c, env, preload, sizeof preload, conf, sizeof conf);
       tb_proc_t p;
       char line[160];
       unlink(trace);
@@ -490,9 +511,9 @@ int main(int argc, char **argv) {
     }
       int hdr = 0;
     for (size_t i = 0; i < ncells; i++)
-      if (cells[i].detail[0] || cells[i].failures || cells[i].sim_note[0])
-        fprintf(x, "%s- %s x %s: %s%s%s%s%s\n", hdr++ ? "" : "\n### Notes per cell\n\n", cells[i].w->name, cells[i].a->name,
-                cells[i].detail, cells[i].failures ? " failures: " : "", cells[i].failures ? cells[i].error : "",
+      if (cells[i].detail[0] || cells[i].failures || cells[i].sim_note[0] || cells[i].plan_note[0])
+        fprintf(x, "%s- %s x %s: %s%s%s%s%s%s%s\n", hdr++ ? "" : "\n### Notes per cell\n\n", cells[i].w->name, cells[i].a->name,
+                cells[i].plan_note, cells[i].plan_note[0] && cells[i].detail[0] ? "; " : "", cells[i].detail, cells[i].failures ? " failures: " : "", cells[i].failures ? cells[i].error : "",
                 cells[i].sim_note[0] ? " sim: " : "", cells[i].sim_note);
   }
   if (f) fclose(f);

@@ -59,6 +59,38 @@ static unsigned group_of_block(void *p) {
   return _tp_hpage_of(p)->slot_slab[((uintptr_t)p >> TP_SLOT_SHIFT) & 31]->group;
 }
 
+/* A wrapper: every caller allocates through it, so every block has its return address. */
+static __attribute__((noipa)) void *wrapper(size_t n) {
+  void *p = tp_malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+/* Behind a wrapper, the callers are told apart by size class: two kinds of objects (32-byte
+ * nodes, 1 KiB buffers), each kept in bulk, end up in two groups, while the wrapper's other
+ * sizes do not join either; one site whose size varies in a narrow band stays one group. */
+Test(wrapper, a_site_spanning_many_size_classes_is_split_by_class) {
+  enum { N = 4000 };
+  static void *nodes[N], *bufs[N], *other[64], *vals[N];
+  for (int i = 0; i < 64; i++) other[i] = wrapper(16 + (size_t)(i % 4) * 200); /* 16..616 B */
+  for (int i = 0; i < N; i++) {
+    nodes[i] = wrapper(32);
+    bufs[i] = wrapper(1024);
+  }
+  unsigned gn = group_of_block(nodes[N - 1]), gb = group_of_block(bufs[N - 1]);
+  cr_assert_neq(gn, TP_SHARED_GROUP, "the nodes grew into a group of their own");
+  cr_assert_neq(gb, TP_SHARED_GROUP, "the buffers grew into a group of their own");
+  cr_assert_neq(gn, gb, "nodes and buffers from one wrapper are told apart");
+  cr_assert_str_eq(_tp_groups[gn]->name + strlen(_tp_groups[gn]->name) - 3, "/32", "named site/size: %s", _tp_groups[gn]->name);
+  for (int i = 0; i < N; i++) vals[i] = site_a(64 + (size_t)(i % 13) * 16); /* 64-256 B */
+  unsigned gv = group_of_block(vals[N - 1]);
+  cr_assert_neq(gv, TP_SHARED_GROUP);
+  for (int i = N - 100; i < N; i++)
+    cr_assert_eq(group_of_block(vals[i]), gv, "a narrow band of sizes stays one site");
+  for (int i = 0; i < N; i++) tp_free(nodes[i]), tp_free(bufs[i]), tp_free(vals[i]);
+  for (int i = 0; i < 64; i++) tp_free(other[i]);
+}
+
 /* A new site is young: its first blocks share slabs with other young sites, so that a program
  * of many small sites pays for what it keeps, not for a slab per site and class. */
 Test(site, the_first_blocks_of_two_new_sites_share_a_slab) {

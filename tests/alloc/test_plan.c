@@ -33,6 +33,16 @@ Test(plan, a_good_plan_parses_into_groups_sites_and_modules) {
   cr_assert_eq(plan.sites[2].group, 1);
 }
 
+Test(plan, a_site_behind_a_wrapper_is_named_by_size_beside_the_whole_site) {
+  cr_assert_eq(parse("tlbpack-plan 1\nprogram /p\ngroup hot1 ordered\nsite /p+0x10 size 48  # node\n"
+                     "site /p+0x10 size 1024\ngroup cold apart\nsite /p+0x10 size 2048\nsite /p+0x20\n"), 0, "%s", err);
+  cr_assert_eq(plan.nsites, 4);
+  cr_assert_eq(plan.sites[0].size, 48);
+  cr_assert_eq(plan.sites[1].size, 1024);
+  cr_assert_eq(plan.sites[2].group, 1);
+  cr_assert_eq(plan.sites[3].size, 0, "without 'size', the whole site");
+}
+
 Test(plan, sites_resolve_against_each_modules_lowest_mapping_at_offset_0) {
   cr_assert_eq(parse(GOOD), 0, "%s", err);
   cr_assert_eq(_tp_plan_resolve(&plan, MAPS, strlen(MAPS), "/usr/bin/prog", err, sizeof err), 0, "%s", err);
@@ -69,6 +79,14 @@ static struct bad bads[] = {
     {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1\nsite /a+0x1\n", "line 5: this site is already"},
     {"tlbpack-plan 1\nprogram /a\ngroup g ordered extra\n", "line 3: too many words"},
     {"tlbpack-plan 1\nprogram /a\nplace /a+0x1\n", "line 3: expected 'program', 'group' or 'site'"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1 size\n", "line 4: expected 'site /MODULE/PATH+0xOFFSET size N'"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1 size 0\n", "line 4: expected 'site /MODULE/PATH+0xOFFSET size N'"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1 size 262145\n", "line 4: expected 'site /MODULE/PATH+0xOFFSET size N'"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1 size 4x\n", "line 4: expected 'site /MODULE/PATH+0xOFFSET size N'"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1 bytes 48\n", "line 4: expected 'site /MODULE/PATH+0xOFFSET size N'"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1 size 48 more\n", "line 4: too many words"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered x y\n", "line 3: too many words"},
+    {"tlbpack-plan 1\nprogram /a\ngroup g ordered\nsite /a+0x1 size 48\nsite /a+0x1 size 48\n", "line 5: this site is already"},
 };
 
 ParameterizedTestParameters(plan, bad_input_is_refused_with_the_line_and_what_was_expected) {

@@ -89,3 +89,29 @@ Test(policy, a_site_borrows_the_shared_groups_holes_only_when_it_would_carve_a_s
   cr_assert_not(_tp_policy_borrow_shared(0, 32, 2 * 585, 9, 585), "holes under a quarter of the room");
   cr_assert(_tp_policy_borrow_shared(0, 32, 2 * 585, 8, 585));
 }
+
+Test(policy, a_site_is_a_wrapper_when_it_spans_4_classes_and_64x_in_size) {
+  uint64_t m = 0;
+  size_t wrapper[] = {16, 48, 128, 1024};
+  for (int i = 0; i < 4; i++) {
+    cr_assert_not(_tp_wrapper_classes(m), "only %d classes", i);
+    m |= (uint64_t)1 << _tp_class_of(wrapper[i]);
+  }
+  cr_assert(_tp_wrapper_classes(m), "16 B to 1 KiB over 4 classes: a wrapper");
+  uint64_t value = 0; /* one call site whose size varies: 16 to 512 bytes, every class */
+  for (size_t n = 16; n <= 512; n += 16) value |= (uint64_t)1 << _tp_class_of(n);
+  cr_assert_not(_tp_wrapper_classes(value), "16-512 B is one site's band (32x), not a wrapper");
+  cr_assert_not(_tp_wrapper_classes((uint64_t)1 << _tp_class_of(16) | (uint64_t)1 << _tp_class_of(65536)),
+                "two classes, however far apart, are not enough");
+}
+
+Test(policy, site_class_keys_name_the_site_and_the_class_apart_from_the_whole_site) {
+  uintptr_t ra = 0x7f1234567890;
+  uintptr_t k = _tp_key_of(ra, 3);
+  cr_assert_neq(k, ra);
+  cr_assert_eq(_tp_key_site(k), ra);
+  cr_assert_eq(_tp_key_class(k), 3);
+  cr_assert_eq(_tp_key_class(ra), -1);
+  cr_assert_neq(_tp_key_of(ra, 0), ra, "class 0 still differs from the whole site");
+  for (unsigned c = 0; c < TP_NCLASSES; c++) cr_assert_eq(_tp_class_of(_tp_class_size(c)), c);
+}

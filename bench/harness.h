@@ -21,6 +21,8 @@ typedef struct tb_alloc_s {
   const char *extra_arg;           /* appended to the workload's flags ("--ideal"), or NULL */
   const char *expect_malloc;       /* basename the workload's malloc_from must show, or NULL */
   const char *what;                /* one line for the README / --list */
+  int on_request;                  /* only in the workloads that list it (tb_workload_t.allocs) or
+                                      when --allocators names it */
 } tb_alloc_t;
 
 enum { TB_SCALE_TINY, TB_SCALE_DEMO, TB_SCALE_FULL, TB_SCALES };
@@ -39,6 +41,10 @@ typedef struct tb_workload_s {
                                       preload ("redis-stock"), which measure the stock program */
   int demo_runs;                   /* runs per cell in --demo at the default --runs (0: the same) */
   const char *unit;                /* what one op is, for throughput ("request"), NULL: not shown */
+  const char *allocs;              /* the allocators it runs with (comma-separated), NULL: the
+                                      scale's selection */
+  int gpool[TB_SCALES];            /* free 1 GiB pool pages it wants per scale (0: none); without
+                                      one it is skipped with a note */
 } tb_workload_t;
 
 extern const tb_alloc_t tb_allocs[];
@@ -54,6 +60,13 @@ const char *tb_alloc_lib(const tb_alloc_t *a, const char *build_dir, char *buf, 
                          const char **why);
 /* Replaces a library path (--lib NAME=PATH), for tests and unusual installs. */
 int tb_alloc_override(const char *name_eq_path);
+
+/* ---- the 1 GiB pool ------------------------------------------------------------------------ */
+/* Grows the 1 GiB hugetlbfs pool to `want` free pages (root). Returns the free pages there are
+ * now (possibly fewer than wanted), or -1 with the reason in why when there is none. */
+long tb_gpool_reserve(long want, char *why, size_t n);
+/* Puts the pool back to the size tb_gpool_reserve found (no-op when it changed nothing). */
+void tb_gpool_restore(void);
 
 /* ---- key=value records ------------------------------------------------------------------- */
 typedef struct tb_kv_s {
@@ -123,6 +136,7 @@ typedef struct tb_cell_s {
   const tb_alloc_t *a;
   char lib[512];                 /* preloaded library ("" for none) */
   int nruns, failures;
+  int skipped;                   /* not run: a resource it needs is missing (listed as such) */
   double ns[TB_MAX_RUNS];        /* ns per op of each good run */
   double rss_kb[TB_MAX_RUNS];    /* peak RSS + hugetlb pages of each good run */
   double hot_entries, hot_floor, hot_pages_4k, hot_bytes;  /* NaN when not measured */

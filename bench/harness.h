@@ -23,6 +23,8 @@ typedef struct tb_alloc_s {
   const char *what;                /* one line for the README / --list */
   int planned;                     /* runs with a placement plan made by profiling a smaller run
                                       of the workload (only where the workload has plan_args) */
+  int on_request;                  /* only in the workloads that list it (tb_workload_t.allocs) or
+                                      when --allocators names it */
 } tb_alloc_t;
 
 enum { TB_SCALE_TINY, TB_SCALE_DEMO, TB_SCALE_FULL, TB_SCALES };
@@ -43,6 +45,10 @@ typedef struct tb_workload_s {
   const char *unit;                /* what one op is, for throughput ("request"), NULL: not shown */
   const char *plan_args;           /* flags of the smaller run `tlbpack profile` makes the plan of
                                       the planned allocators from, or NULL (no planned rows) */
+  const char *allocs;              /* the allocators it runs with (comma-separated), NULL: the
+                                      scale's selection */
+  int gpool[TB_SCALES];            /* free 1 GiB pool pages it wants per scale (0: none); without
+                                      one it is skipped with a note */
 } tb_workload_t;
 
 extern const tb_alloc_t tb_allocs[];
@@ -66,6 +72,12 @@ int tb_alloc_override(const char *name_eq_path);
 int tb_plan_path(const tb_workload_t *w, const char *wl_dir, char *path, size_t n);
 int tb_plan_make(const tb_workload_t *w, const char *self_dir, const char *wl_dir, double timeout_s,
                  char *path, size_t n, char *note, size_t nn);
+/* ---- the 1 GiB pool ------------------------------------------------------------------------ */
+/* Grows the 1 GiB hugetlbfs pool to `want` free pages (root). Returns the free pages there are
+ * now (possibly fewer than wanted), or -1 with the reason in why when there is none. */
+long tb_gpool_reserve(long want, char *why, size_t n);
+/* Puts the pool back to the size tb_gpool_reserve found (no-op when it changed nothing). */
+void tb_gpool_restore(void);
 
 /* ---- key=value records ------------------------------------------------------------------- */
 typedef struct tb_kv_s {
@@ -135,6 +147,7 @@ typedef struct tb_cell_s {
   const tb_alloc_t *a;
   char lib[512];                 /* preloaded library ("" for none) */
   int nruns, failures;
+  int skipped;                   /* not run: a resource it needs is missing (listed as such) */
   double ns[TB_MAX_RUNS];        /* ns per op of each good run */
   double rss_kb[TB_MAX_RUNS];    /* peak RSS + hugetlb pages of each good run */
   double hot_entries, hot_floor, hot_pages_4k, hot_bytes;  /* NaN when not measured */

@@ -19,37 +19,41 @@ static const char *over_path[8];
 static int n_over;
 
 const tb_alloc_t tb_allocs[] = {
-  {"glibc", TB_LIB_NONE, NULL, {NULL}, NULL, "libc.so.6", "glibc malloc, defaults", 0},
+  {"glibc", TB_LIB_NONE, NULL, {NULL}, NULL, "libc.so.6", "glibc malloc, defaults", 0, 0},
   {"glibc-thp", TB_LIB_NONE, NULL, {"GLIBC_TUNABLES=glibc.malloc.hugetlb=1", NULL}, NULL, "libc.so.6",
-   "glibc with glibc.malloc.hugetlb=1 (madvise THP on its heap)", 0},
+   "glibc with glibc.malloc.hugetlb=1 (madvise THP on its heap)", 0, 0},
   {"glibc-hugetlb", TB_LIB_NONE, NULL, {"GLIBC_TUNABLES=glibc.malloc.hugetlb=2", NULL}, NULL, "libc.so.6",
-   "glibc with glibc.malloc.hugetlb=2 (MAP_HUGETLB from the hugetlbfs pool)", 0},
-  {"jemalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libjemalloc.so.2", "jemalloc 5 (Debian libjemalloc2), defaults", 0},
+   "glibc with glibc.malloc.hugetlb=2 (MAP_HUGETLB from the hugetlbfs pool)", 0, 0},
+  {"jemalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libjemalloc.so.2", "jemalloc 5 (Debian libjemalloc2), defaults", 0, 0},
   {"jemalloc-thp", TB_LIB_PATH, NULL, {"MALLOC_CONF=thp:always,metadata_thp:always", NULL}, NULL,
-   "libjemalloc.so.2", "jemalloc with MALLOC_CONF=thp:always,metadata_thp:always", 0},
-  {"tcmalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libtcmalloc_minimal.so.4", "gperftools tcmalloc (minimal)", 0},
-  {"mimalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libmimalloc.so.2", "mimalloc 2, defaults", 0},
+   "libjemalloc.so.2", "jemalloc with MALLOC_CONF=thp:always,metadata_thp:always", 0, 0},
+  {"tcmalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libtcmalloc_minimal.so.4", "gperftools tcmalloc (minimal)", 0, 0},
+  {"mimalloc", TB_LIB_PATH, NULL, {NULL}, NULL, "libmimalloc.so.2", "mimalloc 2, defaults", 0, 0},
   {"mimalloc-large", TB_LIB_PATH, NULL, {"MIMALLOC_LARGE_OS_PAGES=1", NULL}, NULL, "libmimalloc.so.2",
-   "mimalloc with MIMALLOC_LARGE_OS_PAGES=1", 0},
+   "mimalloc with MIMALLOC_LARGE_OS_PAGES=1", 0, 0},
   {"tlbpack", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site", NULL}, NULL, "libtlbpack.so",
-   "tlbpack, pool:auto, group:site (the default)", 0},
+   "tlbpack, pool:auto, group:site (the default)", 0, 0},
   {"tlbpack-thread", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:thread", NULL}, NULL,
-   "libtlbpack.so", "tlbpack, group:thread", 0},
+   "libtlbpack.so", "tlbpack, group:thread", 0, 0},
   {"tlbpack-none", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:none", NULL}, NULL,
-   "libtlbpack.so", "tlbpack, group:none (size classes only)", 0},
+   "libtlbpack.so", "tlbpack, group:none (size classes only)", 0, 0},
   {"tlbpack-hugetlbfs", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:hugetlbfs,group:site", NULL}, NULL,
-   "libtlbpack.so", "tlbpack, pool:hugetlbfs only", 0},
+   "libtlbpack.so", "tlbpack, pool:hugetlbfs only", 0, 0},
   {"tlbpack-thp", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:thp,group:site", NULL}, NULL,
-   "libtlbpack.so", "tlbpack, pool:thp only", 0},
+   "libtlbpack.so", "tlbpack, pool:thp only", 0, 0},
   {"tlbpack-4k", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:4k,group:site", NULL}, NULL,
-   "libtlbpack.so", "tlbpack, pool:4k (placement without huge pages)", 0},
+   "libtlbpack.so", "tlbpack, pool:4k (placement without huge pages)", 0, 0},
   {"tlbpack-arena", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site", NULL}, "--arena", "libtlbpack.so",
-   "tlbpack, hot records in an ordered group (tp_group_create_arena), as a database linking it would", 0},
+   "tlbpack, hot records in an ordered group (tp_group_create_arena), as a database linking it would", 0, 0},
   {"tlbpack-plan", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site", NULL}, NULL, "libtlbpack.so",
    "tlbpack with plan:FILE, the plan made by `tlbpack profile` of a smaller run (records: 500 records, "
-   "seed 7), no code change", 1},
+   "seed 7), no code change", 1, 0},
   {"ideal", TB_LIB_NONE, NULL, {NULL}, "--ideal", NULL,
-   "hot objects bump-allocated from one MAP_HUGETLB region (THP if no pool): the layout limit", 0},
+   "hot objects bump-allocated from one MAP_HUGETLB region (THP if no pool): the layout limit", 0, 0},
+  {"tlbpack-1g", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site,gpage_mb:0", NULL}, NULL,
+   "libtlbpack.so", "tlbpack with gpage_mb:0: the heap on 1 GiB pages while the 1 GiB pool has free ones", 0, 1},
+  {"tlbpack-2m", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site,gpages:off", NULL}, NULL,
+   "libtlbpack.so", "tlbpack with gpages:off: 2 MiB pages only", 0, 1},
 };
 const size_t tb_nallocs = sizeof tb_allocs / sizeof tb_allocs[0];
 
@@ -58,9 +62,9 @@ const size_t tb_nallocs = sizeof tb_allocs / sizeof tb_allocs[0];
  * (the nominal L3 is 32 MiB; neighbours use it), yet needs more 4 KiB pages under jemalloc than
  * the 3072-entry L2 TLB holds: 8 cold buffers per record dilute the size-class slabs. */
 /* a workload of our own (no foreign program): traced, nothing to install, no stock malloc */
-#define TB_NATIVE NULL, NULL, NULL, 0, NULL, NULL
+#define TB_NATIVE NULL, NULL, NULL, 0, NULL, NULL, NULL, {0}
 /* ... that a plan is made for (tlbpack-plan): the flags of the smaller run it profiles */
-#define TB_NATIVE_PLANNED(args) NULL, NULL, NULL, 0, NULL, args
+#define TB_NATIVE_PLANNED(args) NULL, NULL, NULL, 0, NULL, args, NULL, {0}
 const tb_workload_t tb_workloads[] = {
   {"records", "wl_records",
    {"--records 400 --lookups 20000", "--records 18000 --cold 8 --lookups 1000000",
@@ -99,31 +103,31 @@ const tb_workload_t tb_workloads[] = {
   {"sites", "wl_costs",
    {"--mode sites --ops 20000", "--mode sites --ops 2000000", "--mode sites --ops 10000000"}, 0, 0,
    "64 allocation sites, each keeping 36 blocks of 16-600 B live while it churns: memory must follow what is live",
-   NULL, "no trace: time and memory", NULL, 0, NULL, NULL},
+   NULL, "no trace: time and memory", NULL, 0, NULL, NULL, NULL, {0}},
   {"threads", "wl_costs",
    {"--mode threads --ops 20000 --keep 1000", "--mode threads --ops 2000000 --keep 1000",
     "--mode threads --ops 10000000 --keep 1000"}, 0, 0,
    "two threads side by side, each freeing and allocating 16-512 B in its own working set (ns per op per thread)",
-   NULL, "no trace: time and memory", NULL, 0, NULL, NULL},
+   NULL, "no trace: time and memory", NULL, 0, NULL, NULL, NULL, {0}},
   {"churn-mt", "wl_costs",
    {"--mode churn --ops 20000 --keep 4096", "--mode churn --ops 1000000 --keep 4096",
     "--mode churn --ops 5000000 --keep 4096"}, 0, 0,
    "two threads replacing random entries of one shared table, 16-1024 B: about half the frees cross threads",
-   NULL, "no trace: time and memory", NULL, 0, NULL, NULL},
+   NULL, "no trace: time and memory", NULL, 0, NULL, NULL, NULL, {0}},
   {"startup-python", "wl_costs",
    {"--mode startup --ops 2 --label startup-python --prog /usr/bin/python3,-c,pass", "--mode startup --ops 30 --label startup-python --prog /usr/bin/python3,-c,pass",
     "--mode startup --ops 100 --label startup-python --prog /usr/bin/python3,-c,pass"}, 0, 0,
    "python3 -c pass, run one after another (ns per run; memory: python3's VmHWM + HugetlbPages)",
-   "python3", "no trace: start-up time and memory", NULL, 0, "run", NULL},
+   "python3", "no trace: start-up time and memory", NULL, 0, "run", NULL, NULL, {0}},
   {"startup-git", "wl_costs",
    {"--mode startup --ops 2 --label startup-git --prog git,--version", "--mode startup --ops 50 --label startup-git --prog git,--version",
     "--mode startup --ops 200 --label startup-git --prog git,--version"}, 0, 0,
-   "git --version, run one after another (ns per run)", "git", "no trace: start-up time", NULL, 0, "run", NULL},
+   "git --version, run one after another (ns per run)", "git", "no trace: start-up time", NULL, 0, "run", NULL, NULL, {0}},
   {"startup-sh50", "wl_costs",
    {"--mode startup --ops 1 --label startup-sh50 --prog sh,-c,for_i_in_1_2_3;do_/bin/true;done",
     "--mode startup --ops 10 --label startup-sh50 --prog sh,-c,seq_50|while_read_i;do_/bin/true;done",
     "--mode startup --ops 40 --label startup-sh50 --prog sh,-c,seq_50|while_read_i;do_/bin/true;done"}, 0, 0,
-   "a shell running 50 short processes (seq | while read; do /bin/true; done): ns per shell run", "sh", "no trace: start-up time", NULL, 0, "run", NULL},
+   "a shell running 50 short processes (seq | while read; do /bin/true; done): ns per shell run", "sh", "no trace: start-up time", NULL, 0, "run", NULL, NULL, {0}},
   /* Real programs: their data spans more than the L2 TLB reaches with 4 KiB pages (12 MiB) at
    * demo and full scale; each reports the TLB entries for its resident memory at its peak. */
   {"redis", "wl_redis",
@@ -134,16 +138,23 @@ const tb_workload_t tb_workloads[] = {
    "(demo 120 k, ~33 MB; full 600 k), driven by redis-benchmark -P 16 -c 8 over 8 commands; rows "
    "without a preload are stock redis with its own linked malloc",
    "redis-server redis-benchmark", "no trace: redis-server's memory accesses are not recorded", "redis-stock",
-   3, "request", NULL},
+   3, "request", NULL, NULL, {0}},
   {"sqlite-db", "wl_sqlitedb",
    {"--rows 2000 --queries 20000", "--rows 150000 --queries 200000", "--rows 500000 --queries 500000"}, 0, 0,
    "the sqlite3 shell on a database file (demo 150 k rows, ~30 MB; full 500 k) held in its page cache: "
    "random point queries by rowid and through an index",
-   "sqlite3", "no trace: sqlite3's memory accesses are not recorded", NULL, 3, "query", NULL},
+   "sqlite3", "no trace: sqlite3's memory accesses are not recorded", NULL, 3, "query", NULL, NULL, {0}},
   {"perl-hash", "wl_perl",
    {"--keys 2000 --lookups 5000", "--keys 100000 --lookups 300000", "--keys 600000 --lookups 2000000"}, 0, 0,
    "perl building a hash of 100-byte strings (demo 100 k keys, ~30 MB; full 600 k), then random lookups",
-   "perl", "no trace: perl's memory accesses are not recorded", NULL, 3, "lookup", NULL},
+   "perl", "no trace: perl's memory accesses are not recorded", NULL, 3, "lookup", NULL, NULL, {0}},
+  /* 4 GiB at full scale: about 67 M mallocs and 4 GiB written per run (a few seconds each). */
+  {.name = "gpages", .prog = "wl_gpages",
+   .args = {"--heap-mb 64 --lookups 20000", "--heap-mb 1024 --lookups 1000000", "--heap-mb 4096 --lookups 2000000"},
+   .what = "a heap of small objects (64 B; demo 1 GiB, full 4 GiB) with random dependent lookups, one node per "
+           "4 KiB of heap: tlbpack on 1 GiB pages (tlbbench reserves the 1 GiB pool for it, root) vs 2 MiB "
+           "pages vs jemalloc; skipped with a note when no 1 GiB page can be reserved",
+   .unit = "lookup", .allocs = "tlbpack-1g,tlbpack-2m,jemalloc", .gpool = {1, 2, 5}},
 };
 const size_t tb_nworkloads = sizeof tb_workloads / sizeof tb_workloads[0];
 

@@ -108,6 +108,20 @@ static int check_names(const char *csv, int allocs) {
   return 0;
 }
 
+static int wl_selected(const tb_opts_t *o, const tb_workload_t *w) {
+  return o->workloads ? has(o->workloads, w->name) : (o->scale == TB_SCALE_FULL || w->in_demo);
+}
+
+/* Whether workload w runs with allocator a: the workload's own list when it has one, else the
+ * scale's selection (sel); an on-request allocator only where it is named. --allocators, when
+ * given, filters both. */
+static int cell_wanted(const tb_opts_t *o, const char *sel, const tb_workload_t *w, const tb_alloc_t *a) {
+  if (o->allocators && !has(o->allocators, a->name)) return 0;
+  if (w->allocs) return has(w->allocs, a->name);
+  if (a->on_request && !o->allocators) return 0;
+  return !sel || has(sel, a->name);
+}
+
 static void parse(int argc, char **argv, tb_opts_t *o) {
   o->scale = TB_SCALE_DEMO; o->runs = -1; o->sim = 1; o->out = "bench/results";
   o->cpu = "zen4"; o->timeout_s = 300;
@@ -315,7 +329,10 @@ int main(int argc, char **argv) {
       const tb_alloc_t *a = &tb_allocs[i];
       int lead = !strcmp(a->name, "jemalloc") || !strcmp(a->name, "tlbpack");
       if (lead != (pass == 0)) continue;
-      if (sel_allocs && !has(sel_allocs, a->name)) continue;
+      int wanted = 0;
+      for (size_t k = 0; k < tb_nworkloads && !wanted; k++)
+        wanted = wl_selected(&o, &tb_workloads[k]) && cell_wanted(&o, sel_allocs, &tb_workloads[k], a);
+      if (!wanted) continue;
       const char *why = NULL;
       if (!tb_alloc_lib(a, self, libs[nalloc], sizeof libs[nalloc], &why)) {
         snprintf(skipped[nskipped++], 256, "allocator %s: %s (%s)", a->name, why, libs[nalloc]);
@@ -326,7 +343,7 @@ int main(int argc, char **argv) {
     }
   for (size_t i = 0; i < tb_nworkloads; i++) {
     const tb_workload_t *w = &tb_workloads[i];
-    if (o.workloads ? !has(o.workloads, w->name) : (o.scale != TB_SCALE_FULL && !w->in_demo)) continue;
+    if (!wl_selected(&o, w)) continue;
     char prog[4400];
     snprintf(prog, sizeof prog, "%s/%s", wl_dir, w->prog);
     if (access(prog, X_OK) != 0) {
@@ -344,6 +361,7 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < nalloc; j++) {
       if (order[j]->extra_arg && !w->ideal_ok) continue;  /* `ideal` exists only for records */
       if (order[j]->planned && !w->plan_args) continue;   /* a plan is made for records only */
+      if (!cell_wanted(&o, sel_allocs, w, order[j])) continue;
       tb_cell_init(&cells[ncells], w, order[j]);
       snprintf(cells[ncells].lib, sizeof cells[ncells].lib, "%s", libs[j]);
       if (order[j]->planned) {
@@ -382,6 +400,22 @@ int main(int argc, char **argv) {
   for (size_t first = 0; first < ncells;) {
     size_t last = first;
     while (last < ncells && cells[last].w == cells[first].w) last++;
+    /* A workload that wants the 1 GiB pool gets it for its runs only, or is skipped. */
+    int gpool = cells[first].w->gpool[o.scale];
+    if (gpool > 0) {
+      char why[240];
+      long got = tb_gpool_reserve(gpool, why, sizeof why);
+      if (got < 0) {
+        snprintf(skipped[nskipped++], 256, "workload %s: not run: no 1 GiB pool: %.200s", cells[first].w->name, why);
+        note("tlbbench: skipping workload %s: no 1 GiB pool: %s\n", cells[first].w->name, why);
+        for (size_t i = first; i < last; i++) cells[i].skipped = 1;
+        done += (size_t)runs_of(&o, cells[first].w) * (last - first);
+        first = last;
+        continue;
+      }
+      note("tlbbench: %s: the 1 GiB pool has %ld free page(s) (%d wanted)%s\n", cells[first].w->name, got, gpool,
+           got < gpool ? ": the rest of the heap goes on 2 MiB pages" : "");
+    }
     /* interleaved: run r of every allocator, then run r+1 ... */
     int runs = runs_of(&o, cells[first].w);
     for (int r = 0; r < runs; r++)
@@ -472,9 +506,14 @@ int main(int argc, char **argv) {
       tb_proc_free(&p);
       if (!o.keep_traces) unlink(trace);
     }
+    if (gpool > 0) tb_gpool_restore();
     first = last;
   }
   fclose(runs_csv);
+  size_t kept = 0; /* skipped cells are listed under "Not measured", not as empty rows */
+  for (size_t i = 0; i < ncells; i++)
+    if (!cells[i].skipped) cells[kept++] = cells[i];
+  ncells = kept;
 
   tb_summarize(cells, ncells);
   snprintf(path, sizeof path, "%s/summary.csv", o.out);

@@ -37,7 +37,7 @@ typedef struct {
 
 static void pool_usage(FILE *out) {
   fprintf(out,
-          "usage: tlbpack pool [status] [--json]\n"
+          "usage: tlbpack pool [status] [--page-size 2M|1G] [--json]\n"
           "       tlbpack pool reserve [--page-size 2M|1G] [--no-mount] SIZE\n"
           "       tlbpack pool release [--page-size 2M|1G] [--keep N]\n"
           "\n"
@@ -47,7 +47,9 @@ static void pool_usage(FILE *out) {
           "  status           page sizes with total, free, reserved and surplus pages, the\n"
           "                   hugetlbfs mount points, pages per NUMA node and the THP mode, and\n"
           "                   the running processes that have libtlbpack.so loaded with the pool\n"
-          "                   pages each holds (as root: every process; else your own)\n"
+          "                   pages each holds, per page size (as root: every process; else\n"
+          "                   your own)\n"
+          "    --page-size S  only that page size: its pool, and each process's pages of it\n"
           "    --json         the same as one JSON object\n"
           "  reserve SIZE     grow the pool to at least SIZE (root): a size (256M, 1G, 512MiB)\n"
           "                   or a page count (128); mounts hugetlbfs at /dev/hugepages when\n"
@@ -181,15 +183,23 @@ static void json_str(const char *s) {
 
 /* ---- processes using tlbpack ----------------------------------------------------------- */
 /* A process uses tlbpack when libtlbpack.so is mapped (preloaded, /etc/ld.so.preload, or
- * linked): /proc/PID/maps. What it holds comes from smaps_rollup (smaps before Linux 4.14):
+ * linked): /proc/PID/maps. What it holds comes from /proc/PID/smaps, per mapping:
  * Private_Hugetlb + Shared_Hugetlb are its pool pages that have been touched (reserved but
- * untouched ones show only in the pool's reserved count), AnonHugePages its THP. Other users'
- * processes can be read only by root. */
+ * untouched ones show only in the pool's reserved count), in pages of the mapping's
+ * KernelPageSize (smaps_rollup would add 2 MiB and 1 GiB pages together); AnonHugePages is its
+ * THP. Other users' processes can be read only by root. */
 typedef struct {
   int pid;
   char comm[64];
   uint64_t hugetlb_kb, thp_kb, rss_kb;
+  uint64_t hugetlb_kb_by_size[MAX_SIZES]; /* indexed like the page sizes passed in */
 } tp_proc_t;
+
+typedef struct {
+  const uint64_t *sizes; /* the page sizes shown, ascending */
+  int n;
+  int main;              /* the size whose pages make the "pool pages" column */
+} tp_size_view_t;
 
 static int maps_have_tlbpack(int pid) {
   char path[64], line[PATH_MAX + 256];
@@ -205,26 +215,51 @@ static int maps_have_tlbpack(int pid) {
   return found;
 }
 
-static int read_usage(tp_proc_t *p) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/smaps_rollup", p->pid);
+/* tlbpack's 1 GiB pages are mappings of this name, populated whole when mapped: their size is
+ * what they hold. Counted so because some kernels (6.18 here) report a 1 GiB hugetlb page in
+ * none of smaps' Hugetlb fields, status' HugetlbPages nor pagemap. */
+#define TP_GPAGE_MEMFD "/memfd:tlbpack-1g"
+
+static void add_hugetlb(tp_proc_t *p, const tp_size_view_t *v, unsigned long long page_kb, unsigned long long kb) {
+  p->hugetlb_kb += kb;
+  for (int i = 0; i < v->n; i++)
+    if (v->sizes[i] >> 10 == page_kb) p->hugetlb_kb_by_size[i] += kb;
+}
+
+static int read_usage(tp_proc_t *p, const tp_size_view_t *v) {
+  char path[64], line[PATH_MAX + 256];
+  snprintf(path, sizeof path, "/proc/%d/smaps", p->pid);
   FILE *f = fopen(path, "r");
-  if (!f) {
-    snprintf(path, sizeof path, "/proc/%d/smaps", p->pid);
-    if (!(f = fopen(path, "r"))) return -1;
-  }
-  unsigned long long kb;
+  if (!f) return -1;
+  unsigned long long kb, page_kb = 0, start, end, gpage_kb = 0;
   char key[64];
   while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%llx-%llx ", &start, &end) == 2) { /* a mapping's first line */
+      add_hugetlb(p, v, page_kb, gpage_kb);
+      gpage_kb = strstr(line, TP_GPAGE_MEMFD) ? (end - start) >> 10 : 0;
+      continue;
+    }
     if (sscanf(line, "%63[^:]: %llu kB", key, &kb) != 2) continue;
-    if (!strcmp(key, "Private_Hugetlb") || !strcmp(key, "Shared_Hugetlb")) p->hugetlb_kb += kb;
-    else if (!strcmp(key, "AnonHugePages")) p->thp_kb += kb;
-    else if (!strcmp(key, "Rss")) p->rss_kb += kb;
+    if (!strcmp(key, "KernelPageSize")) {
+      page_kb = kb; /* comes before the mapping's Hugetlb lines */
+    } else if (!strcmp(key, "Private_Hugetlb") || !strcmp(key, "Shared_Hugetlb")) {
+      if (gpage_kb == 0) add_hugetlb(p, v, page_kb, kb);
+    } else if (!strcmp(key, "AnonHugePages")) {
+      p->thp_kb += kb;
+    } else if (!strcmp(key, "Rss")) {
+      p->rss_kb += kb;
+    }
   }
+  add_hugetlb(p, v, page_kb, gpage_kb);
   fclose(f);
   snprintf(path, sizeof path, "/proc/%d/comm", p->pid);
   if (tpc_read_file(path, p->comm, sizeof p->comm) != 0) snprintf(p->comm, sizeof p->comm, "?");
   return 0;
+}
+
+/* Pool pages of size v->sizes[i] that p holds. */
+static uint64_t pages_of(const tp_proc_t *p, const tp_size_view_t *v, int i) {
+  return i < v->n ? p->hugetlb_kb_by_size[i] / (v->sizes[i] >> 10) : 0;
 }
 
 static int by_pool_pages(const void *a, const void *b) {
@@ -235,7 +270,7 @@ static int by_pool_pages(const void *a, const void *b) {
 
 /* The processes with libtlbpack.so mapped, most pool pages first; *unreadable counts the
  * processes whose maps could not be read (other users' when not root). Caller frees. */
-static tp_proc_t *tlbpack_processes(int *count, int *unreadable) {
+static tp_proc_t *tlbpack_processes(const tp_size_view_t *sv, int *count, int *unreadable) {
   *count = *unreadable = 0;
   DIR *d = opendir("/proc");
   if (!d) return NULL;
@@ -257,7 +292,7 @@ static tp_proc_t *tlbpack_processes(int *count, int *unreadable) {
     tp_proc_t *p = &v[*count];
     memset(p, 0, sizeof *p);
     p->pid = (int)pid;
-    if (read_usage(p) == 0) (*count)++; /* gone meanwhile: skipped */
+    if (read_usage(p, sv) == 0) (*count)++; /* gone meanwhile: skipped */
     else if (errno == EACCES) (*unreadable)++;
   }
   closedir(d);
@@ -265,32 +300,59 @@ static tp_proc_t *tlbpack_processes(int *count, int *unreadable) {
   return v;
 }
 
-static void print_processes(int json, uint64_t ps) {
+/* The "pool pages" column counts pages of the main size; another size gets a column of its own
+ * when its pool has pages or a process holds some. */
+static void print_processes(int json, const tp_size_view_t *sv) {
   int n, unreadable;
-  tp_proc_t *v = tlbpack_processes(&n, &unreadable);
-  uint64_t kb_per_page = ps >> 10 ? ps >> 10 : 2048, total_kb = 0;
+  tp_proc_t *v = tlbpack_processes(sv, &n, &unreadable);
+  uint64_t total_kb = 0, held[MAX_SIZES] = {0};
+  int shown[MAX_SIZES] = {0};
   char b1[32], b2[32];
-  for (int i = 0; i < n; i++) total_kb += v[i].hugetlb_kb;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < sv->n; k++) held[k] += pages_of(&v[i], sv, k);
+  for (int k = 0; k < sv->n; k++) {
+    shown[k] = k != sv->main && (held[k] > 0 || sysfs_long(sv->sizes[k], "nr_hugepages") > 0);
+    if (k == sv->main || shown[k]) total_kb += held[k] * (sv->sizes[k] >> 10);
+  }
   if (json) {
     printf(",\"processes\":[");
     for (int i = 0; i < n; i++) {
       printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", v[i].pid);
       json_str(v[i].comm);
-      printf(",\"hugetlb_pages\":%" PRIu64 ",\"hugetlb_kb\":%" PRIu64 ",\"thp_kb\":%" PRIu64
-             ",\"rss_kb\":%" PRIu64 "}",
-             v[i].hugetlb_kb / kb_per_page, v[i].hugetlb_kb, v[i].thp_kb, v[i].rss_kb);
+      printf(",\"hugetlb_pages\":%" PRIu64 ",\"hugetlb_kb\":%" PRIu64 ",\"hugetlb_pages_by_size\":{",
+             pages_of(&v[i], sv, sv->main), v[i].hugetlb_kb);
+      for (int k = 0; k < sv->n; k++)
+        printf("%s\"%" PRIu64 "\":%" PRIu64, k ? "," : "", sv->sizes[k], pages_of(&v[i], sv, k));
+      printf("},\"thp_kb\":%" PRIu64 ",\"rss_kb\":%" PRIu64 "}", v[i].thp_kb, v[i].rss_kb);
     }
     printf("],\"processes_unreadable\":%d", unreadable);
   } else {
     printf("processes using tlbpack (libtlbpack.so mapped): %d", n);
-    if (n) printf(", holding %" PRIu64 " pool pages (%s) in all", total_kb / kb_per_page,
-                  tpc_fmt_bytes(total_kb << 10, b1, sizeof b1));
+    if (n) {
+      printf(", holding %" PRIu64 " pool pages of %s", held[sv->main],
+             sv->n ? tpc_fmt_bytes(sv->sizes[sv->main], b2, sizeof b2) : "?");
+      for (int k = 0; k < sv->n; k++)
+        if (shown[k]) printf(" + %" PRIu64 " x %s", held[k], tpc_fmt_bytes(sv->sizes[k], b1, sizeof b1));
+      printf(" (%s) in all", tpc_fmt_bytes(total_kb << 10, b1, sizeof b1));
+    }
     putchar('\n');
-    if (n) printf("  %8s %11s %10s %10s  %s\n", "pid", "pool pages", "thp", "rss", "command");
-    for (int i = 0; i < n; i++)
-      printf("  %8d %11" PRIu64 " %10s %10s  %s\n", v[i].pid, v[i].hugetlb_kb / kb_per_page,
-             tpc_fmt_bytes(v[i].thp_kb << 10, b1, sizeof b1), tpc_fmt_bytes(v[i].rss_kb << 10, b2, sizeof b2),
-             v[i].comm);
+    if (n) {
+      printf("  %8s %11s", "pid", "pool pages");
+      for (int k = 0; k < sv->n; k++)
+        if (shown[k]) {
+          char head[48];
+          snprintf(head, sizeof head, "%s pages", tpc_fmt_bytes(sv->sizes[k], b1, sizeof b1));
+          printf(" %11s", head);
+        }
+      printf(" %10s %10s  %s\n", "thp", "rss", "command");
+    }
+    for (int i = 0; i < n; i++) {
+      printf("  %8d %11" PRIu64, v[i].pid, pages_of(&v[i], sv, sv->main));
+      for (int k = 0; k < sv->n; k++)
+        if (shown[k]) printf(" %11" PRIu64, pages_of(&v[i], sv, k));
+      printf(" %10s %10s  %s\n", tpc_fmt_bytes(v[i].thp_kb << 10, b1, sizeof b1),
+             tpc_fmt_bytes(v[i].rss_kb << 10, b2, sizeof b2), v[i].comm);
+    }
     if (unreadable)
       printf("  (%d %s could not be read%s)\n", unreadable, unreadable == 1 ? "process" : "processes",
              geteuid() ? ": run as root to see every process" : "");
@@ -322,12 +384,22 @@ static void print_nodes(uint64_t ps, int json) {
   closedir(d);
 }
 
-static int pool_status(int json) {
+static int pick_page_size(const char *verb, const char *arg, uint64_t *out);
+
+/* ps_arg: --page-size (NULL: every size). */
+static int pool_status(int json, const char *ps_arg) {
   uint64_t sizes[MAX_SIZES];
-  int ns = page_sizes(sizes, MAX_SIZES);
+  int ns = page_sizes(sizes, MAX_SIZES), rc;
   hp_mount_t mounts[MAX_MOUNTS];
   int nm = hugetlbfs_mounts(mounts, MAX_MOUNTS);
   uint64_t def = default_page_size();
+  if (ps_arg != NULL) {
+    if ((rc = pick_page_size("pool", ps_arg, &sizes[0])) != 0) return rc;
+    ns = 1;
+  }
+  tp_size_view_t sv = {sizes, ns, 0};
+  for (int i = 0; i < ns; i++)
+    if (ps_arg == NULL && sizes[i] == def) sv.main = i;
   char thp[256], defrag[256], b1[32], b2[32], b3[32];
   thp_mode("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp);
   thp_mode("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof defrag);
@@ -354,7 +426,7 @@ static int pool_status(int json) {
       printf(",\"page_size\":%" PRIu64 "}", mounts[i].page_size);
     }
     printf("],\"thp\":\"%s\",\"thp_defrag\":\"%s\"", thp, defrag);
-    print_processes(1, def);
+    print_processes(1, &sv);
     printf("}\n");
     return 0;
   }
@@ -389,7 +461,7 @@ static int pool_status(int json) {
   for (int i = 0; i < nm; i++)
     printf("  %s (%s pages)\n", mounts[i].path, tpc_fmt_bytes(mounts[i].page_size, b1, sizeof b1));
   printf("transparent huge pages: %s (defrag: %s)\n", thp, defrag);
-  print_processes(0, def);
+  print_processes(0, &sv);
 
   hp_counts_t d;
   read_counts(def, &d);
@@ -591,21 +663,25 @@ static int pool_release(int argc, char **argv) {
 
 int tpc_cmd_pool(int argc, char **argv) {
   /* argv[0] is "pool"; argv[1] is the sub-verb (status when absent). */
-  if (argc < 2) return pool_status(0);
+  if (argc < 2) return pool_status(0, NULL);
   const char *sub = argv[1];
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
     pool_usage(stdout);
     return 0;
   }
-  if (!strcmp(sub, "--json")) return argc == 2 ? pool_status(1) : tpc_usage_error("pool", "unexpected argument '%s'", argv[2]);
+  if (!strcmp(sub, "--json")) return argc == 2 ? pool_status(1, NULL) : tpc_usage_error("pool", "unexpected argument '%s'", argv[2]);
   if (!strcmp(sub, "status")) {
     int json = 0;
+    const char *ps_arg = NULL;
     for (int i = 2; i < argc; i++) {
       if (!strcmp(argv[i], "--json")) json = 1;
       else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return pool_usage(stdout), 0;
-      else return tpc_usage_error("pool", "status: unknown argument '%s' (accepted: --json)", argv[i]);
+      else if (!strcmp(argv[i], "--page-size") && i + 1 < argc) ps_arg = argv[++i];
+      else if (!strncmp(argv[i], "--page-size=", 12)) ps_arg = argv[i] + 12;
+      else if (!strcmp(argv[i], "--page-size")) return tpc_usage_error("pool", "status: option '--page-size' needs a value (2M or 1G)");
+      else return tpc_usage_error("pool", "status: unknown argument '%s' (accepted: --page-size S, --json)", argv[i]);
     }
-    return pool_status(json);
+    return pool_status(json, ps_arg);
   }
   if (!strcmp(sub, "reserve")) return pool_reserve(argc - 1, argv + 1);
   if (!strcmp(sub, "release")) return pool_release(argc - 1, argv + 1);

@@ -55,6 +55,7 @@ typedef struct wl_hotset_s {
   long huge_pages;       /* of which huge (hugetlbfs or THP); -1 unknown */
   long huge_hugetlb;     /* huge pages from hugetlbfs */
   long huge_thp;         /* huge pages that are THP */
+  long huge_1g;          /* of the hugetlbfs ones, 1 GiB pages (one entry per GiB) */
   size_t floor;          /* ceil(hot_bytes / 2 MiB) */
   const char *source;    /* "pagemap" or why not: "unavailable:<reason>" */
 } wl_hotset_t;

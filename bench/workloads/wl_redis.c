@@ -53,6 +53,20 @@ static int have_dir;
 static pid_t server_pid = -1;
 
 /* ---- housekeeping ------------------------------------------------------------------------- */
+static const char *server_smaps = "", *server_log = "";
+
+/* Copies a file (a /proc file too: read to its end), or dies naming it. */
+static void copy_file(const char *from, const char *to) {
+  int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (in < 0 || out < 0) wl_die("cannot copy %s to %s: %s", from, to, strerror(errno));
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(in, buf, sizeof buf)) > 0)
+    if (write(out, buf, (size_t)n) != n) wl_die("writing %s: %s", to, strerror(errno));
+  close(in);
+  close(out);
+}
+
 static void remove_dir(void) {
   if (!have_dir) return;
   DIR *d = opendir(dir);
@@ -424,6 +438,8 @@ int main(int argc, char **argv) {
     {"tests", "commands (-t), comma-separated", 's', &tests},
     {"server", "redis-server binary (name on PATH or path)", 's', &server_arg},
     {"benchmark", "redis-benchmark binary (name on PATH or path)", 's', &bench_arg},
+    {"server-smaps", "copy the server's /proc/PID/smaps here before SHUTDOWN", 's', &server_smaps},
+    {"server-log", "copy the server's output (the allocator's stats) here after it exits", 's', &server_log},
     {NULL, NULL, 0, NULL}};
   wl_parse_flags("wl_redis", argc, argv, flags);
   if (n_requests < 100 || !n_clients || !n_pipeline || !n_keyspace || !n_datasize)
@@ -460,7 +476,16 @@ int main(int argc, char **argv) {
   wl_hugetlb_override_kb = status_kb(server_pid, "HugetlbPages:");
   wl_resident_t res;
   if (wl_resident(server_pid, &res)) wl_die("cannot read /proc/%d/smaps", (int)server_pid);
+  char path[4300];
+  if (*server_smaps) {
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)server_pid);
+    copy_file(path, server_smaps);
+  }
   stop_server(port);
+  if (*server_log) {
+    snprintf(path, sizeof path, "%s/server.log", dir);
+    copy_file(path, server_log);
+  }
 
   /* nothing may be left but our own logs: no dump.rdb, no appendonly files */
   char left[512] = "";

@@ -135,18 +135,19 @@ static int grow(size_t bytes, size_t align) {
 
 /* Once the heap has grown past start_kb, the hpages it started on become huge pages too (THP,
  * collapsed in place), so the data placed there early costs one TLB entry per hpage like the
- * rest; but only when at least 3/4 full, since a collapse makes all 2 MiB resident. A sparse
- * one is tried again each time the heap backs a new huge page; what the kernel cannot
- * collapse stays on 4 KiB pages. */
+ * rest; when that is worth the memory (policy.c, _tp_policy_promote_start), since a collapse
+ * makes all 2 MiB resident. A sparse one is tried again each time the heap backs a new huge
+ * page; what the kernel cannot collapse stays on 4 KiB pages. */
 #define TP_MAX_START_PAGES 64
 static tp_hpage_t *start_pages[TP_MAX_START_PAGES];
 static unsigned nstart_pages;
 static int heap_grown; /* the heap has passed start_kb: no new start pages */
-static void promote_start_pages(void) {
+static void promote_start_pages(size_t backed) {
   heap_grown = 1;
   for (unsigned i = 0; i < nstart_pages; i++) {
     tp_hpage_t *h = start_pages[i];
-    if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE || h->nused < TP_SLOTS * 3 / 4) continue;
+    if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE) continue;
+    if (!_tp_policy_promote_start(h->nused, backed * TP_HPAGE, _tp_opt.start_bytes)) continue;
     h->start = 0;
     if (_tp_os_hooks.promote((void *)h->addr) != 0) continue;
     _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
@@ -168,7 +169,7 @@ static int want_source(void) {
     size_t backed = 0;
     for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
     if ((backed + 1) * TP_HPAGE <= _tp_opt.start_bytes) return TP_SRC_4K;
-    promote_start_pages();
+    promote_start_pages(backed);
     return TP_SRC_HUGETLB;
   }
   default: return TP_SRC_HUGETLB;

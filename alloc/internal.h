@@ -114,6 +114,7 @@ int _tp_policy_site_grows_up(uint32_t demand, size_t bytes) TP_INTERNAL;
 int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode) TP_INTERNAL;
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) TP_INTERNAL;
 int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
+int _tp_policy_promote_start(unsigned nused, size_t backed_bytes, size_t start_bytes) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
 int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;

@@ -115,3 +115,12 @@ Test(policy, site_class_keys_name_the_site_and_the_class_apart_from_the_whole_si
   cr_assert_neq(_tp_key_of(ra, 0), ra, "class 0 still differs from the whole site");
   for (unsigned c = 0; c < TP_NCLASSES; c++) cr_assert_eq(_tp_class_of(_tp_class_size(c)), c);
 }
+
+Test(policy, a_start_page_is_collapsed_when_3_4_full_or_once_the_heap_is_16x_start_kb) {
+  size_t start = (size_t)8 << 20;
+  cr_assert(_tp_policy_promote_start(24, start + (2u << 20), start));
+  cr_assert_not(_tp_policy_promote_start(23, start + (2u << 20), start));
+  cr_assert_not(_tp_policy_promote_start(1, 16 * start - 1, start));
+  cr_assert(_tp_policy_promote_start(1, 16 * start, start));
+  cr_assert_not(_tp_policy_promote_start(1, 1u << 30, 0), "start_kb:0 has no start pages to speak of");
+}

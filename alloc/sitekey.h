@@ -38,7 +38,7 @@ static inline int _tp_key_class(uintptr_t key) { return (int)(key >> TP_KEY_SHIF
  * buffers alike). One call site whose size varies (a value of 64 to 256 bytes, a string copy
  * of 16 to 512) spans a narrower band and stays one site: its classes belong together. */
 #define TP_WRAPPER_CLASSES 4
-#define TP_WRAPPER_SPREAD 64
+#define TP_WRAPPER_SPREAD 256
 static inline int _tp_wrapper_classes(uint64_t mask) {
   if (__builtin_popcountll(mask) < TP_WRAPPER_CLASSES) return 0;
   unsigned lo = (unsigned)__builtin_ctzll(mask), hi = 63u - (unsigned)__builtin_clzll(mask);

@@ -67,7 +67,7 @@ static __attribute__((noipa)) void *wrapper(size_t n) {
 }
 
 /* Behind a wrapper, the callers are told apart by size class: two kinds of objects (32-byte
- * nodes, 1 KiB buffers), each kept in bulk, end up in two groups, while the wrapper's other
+ * nodes, 4 KiB buffers: 256x), each kept in bulk, end up in two groups, while the wrapper's other
  * sizes do not join either; one site whose size varies in a narrow band stays one group. */
 Test(wrapper, a_site_spanning_many_size_classes_is_split_by_class) {
   enum { N = 4000 };
@@ -75,7 +75,7 @@ Test(wrapper, a_site_spanning_many_size_classes_is_split_by_class) {
   for (int i = 0; i < 64; i++) other[i] = wrapper(16 + (size_t)(i % 4) * 200); /* 16..616 B */
   for (int i = 0; i < N; i++) {
     nodes[i] = wrapper(32);
-    bufs[i] = wrapper(1024);
+    bufs[i] = wrapper(4096);
   }
   unsigned gn = group_of_block(nodes[N - 1]), gb = group_of_block(bufs[N - 1]);
   cr_assert_neq(gn, TP_SHARED_GROUP, "the nodes grew into a group of their own");

@@ -90,17 +90,19 @@ Test(policy, a_site_borrows_the_shared_groups_holes_only_when_it_would_carve_a_s
   cr_assert(_tp_policy_borrow_shared(0, 32, 2 * 585, 8, 585));
 }
 
-Test(policy, a_site_is_a_wrapper_when_it_spans_4_classes_and_64x_in_size) {
+Test(policy, a_site_is_a_wrapper_when_it_spans_4_classes_and_256x_in_size) {
   uint64_t m = 0;
-  size_t wrapper[] = {16, 48, 128, 1024};
+  size_t wrapper[] = {16, 48, 128, 4096};
   for (int i = 0; i < 4; i++) {
     cr_assert_not(_tp_wrapper_classes(m), "only %d classes", i);
     m |= (uint64_t)1 << _tp_class_of(wrapper[i]);
   }
-  cr_assert(_tp_wrapper_classes(m), "16 B to 1 KiB over 4 classes: a wrapper");
+  cr_assert(_tp_wrapper_classes(m), "16 B to 4 KiB over 4 classes: a wrapper");
   uint64_t value = 0; /* one call site whose size varies: 16 to 512 bytes, every class */
   for (size_t n = 16; n <= 512; n += 16) value |= (uint64_t)1 << _tp_class_of(n);
   cr_assert_not(_tp_wrapper_classes(value), "16-512 B is one site's band (32x), not a wrapper");
+  for (size_t n = 528; n <= 1024; n += 16) value |= (uint64_t)1 << _tp_class_of(n);
+  cr_assert_not(_tp_wrapper_classes(value), "16-1024 B (a table entry, churn-mt) is one site's band (64x)");
   cr_assert_not(_tp_wrapper_classes((uint64_t)1 << _tp_class_of(16) | (uint64_t)1 << _tp_class_of(65536)),
                 "two classes, however far apart, are not enough");
 }

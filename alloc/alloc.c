@@ -348,6 +348,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 
 /* ---- the public API ------------------------------------------------------------------ */
 static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
+  if (TP_UNLIKELY(_tp_os_discover_wanted && !_tp_os.discovered)) _tp_os_discover(); /* no lock held */
   tp_tcache_t *tc = _tp_tcache_get();
   return _tp_alloc(size, 0, group_for(tc, ra, size), zero);
 }

@@ -72,7 +72,8 @@ static void init_late(void) {
   _tp_tcache_key_init();
   _tp_stats_keep_stderr();
   pthread_atfork(prefork, postfork_parent, postfork_child);
-  _tp_os_discover();
+  /* libhugetlbfs and libnuma are loaded later (os.c), unless asked for from the start. */
+  if (_tp_opt.verbose || _tp_opt.numa == TP_NUMA_LOCAL || _tp_opt.numa == TP_NUMA_INTERLEAVE) _tp_os_discover();
   atomic_store(&_tp_ready, 2);
   if (_tp_opt.verbose)
     _tp_message("ready: pool=%d 2m=%d hugetlbfs_mount=%s numa_nodes=%d numa_mode=%d", _tp_opt.pool,

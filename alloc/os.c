@@ -15,11 +15,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h> /* hugetlbfs.h uses size_t without including it */
-#include <hugetlbfs.h>
-#include <numa.h>
-#include <numaif.h>
+#include <numaif.h> /* MPOL_* */
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,17 +156,53 @@ static void *claim_hugetlb(void *addr) {
               MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
 }
 
+/* ---- libhugetlbfs and libnuma, loaded when first needed --------------------------------
+ * They are not linked: a library the program needs loaded runs its constructor in every
+ * process (libnuma's reads /proc/self/status twice and walks /sys/devices/system/node), and
+ * a short-lived process never needs them: its heap stays on 4 KiB pages (start_kb) and pool
+ * pages are mapped without them. They are opened with dlopen the first time discovery runs
+ * (_tp_os_discover: at start-up only under verbose:1 or an explicit numa:local|interleave,
+ * else once the heap passes start_kb or stats are printed), outside every allocator lock. */
+static struct {
+  int (*gethugepagesizes)(long *, int);
+  long (*gethugepagesize)(void);
+  const char *(*find_path_for_size)(long);
+  int (*numa_available)(void);
+  int (*numa_max_node)(void);
+  int (*numa_num_configured_cpus)(void);
+  int (*numa_node_of_cpu)(int);
+  long (*mbind)(void *, unsigned long, int, const unsigned long *, unsigned long, unsigned);
+} lib;
+
+int _tp_os_discover_wanted;
+
+static void *sym(void *h, const char *name) { return h ? dlsym(h, name) : NULL; }
+
+static void load_libs(void) {
+  void *h = dlopen("libhugetlbfs.so.0", RTLD_NOW | RTLD_LOCAL);
+  lib.gethugepagesizes = (int (*)(long *, int))sym(h, "gethugepagesizes");
+  lib.gethugepagesize = (long (*)(void))sym(h, "gethugepagesize");
+  lib.find_path_for_size = (const char *(*)(long))sym(h, "hugetlbfs_find_path_for_size");
+  void *n = dlopen("libnuma.so.1", RTLD_NOW | RTLD_LOCAL);
+  lib.numa_available = (int (*)(void))sym(n, "numa_available");
+  lib.numa_max_node = (int (*)(void))sym(n, "numa_max_node");
+  lib.numa_num_configured_cpus = (int (*)(void))sym(n, "numa_num_configured_cpus");
+  lib.numa_node_of_cpu = (int (*)(int))sym(n, "numa_node_of_cpu");
+  lib.mbind = (long (*)(void *, unsigned long, int, const unsigned long *, unsigned long, unsigned))sym(n, "mbind");
+}
+
 static void apply_numa(void *addr, size_t len, int node) {
+  if (lib.mbind == NULL) return; /* numa_mode is only set once libnuma is loaded */
   if (_tp_os.numa_mode == TP_NUMA_LOCAL) {
     unsigned long mask[TP_MAX_CPUS / 64] = {0};
     if (node < 0 || node >= TP_MAX_CPUS) node = 0;
     mask[node / 64] |= 1ul << (node % 64);
-    mbind(addr, len, MPOL_PREFERRED, mask, TP_MAX_CPUS, 0);
+    lib.mbind(addr, len, MPOL_PREFERRED, mask, TP_MAX_CPUS, 0);
   } else if (_tp_os.numa_mode == TP_NUMA_INTERLEAVE) {
     unsigned long mask[TP_MAX_CPUS / 64] = {0};
     int n = _tp_os.numa_nodes > 0 ? _tp_os.numa_nodes : 1;
     for (int i = 0; i < n && i < TP_MAX_CPUS; i++) mask[i / 64] |= 1ul << (i % 64);
-    mbind(addr, len, MPOL_INTERLEAVE, mask, TP_MAX_CPUS, 0);
+    lib.mbind(addr, len, MPOL_INTERLEAVE, mask, TP_MAX_CPUS, 0);
   }
 }
 
@@ -287,17 +323,19 @@ int _tp_os_current_node(void) {
 
 static void discover_numa(void) {
   int mode = _tp_opt.numa;
-  if (numa_available() < 0) {
+  if (lib.numa_available == NULL || lib.numa_max_node == NULL || lib.numa_num_configured_cpus == NULL ||
+      lib.numa_node_of_cpu == NULL || lib.mbind == NULL || lib.numa_available() < 0) {
     _tp_os.numa_nodes = 0;
     if (mode == TP_NUMA_LOCAL || mode == TP_NUMA_INTERLEAVE)
-      snprintf(_tp_os.numa_note, sizeof _tp_os.numa_note, "libnuma reports no NUMA support: numa:off");
+      snprintf(_tp_os.numa_note, sizeof _tp_os.numa_note, "%s: numa:off",
+               lib.numa_available ? "libnuma reports no NUMA support" : "libnuma.so.1 could not be loaded");
     _tp_os.numa_mode = TP_NUMA_OFF;
     return;
   }
-  _tp_os.numa_nodes = numa_max_node() + 1;
-  int ncpu = numa_num_configured_cpus();
+  _tp_os.numa_nodes = lib.numa_max_node() + 1;
+  int ncpu = lib.numa_num_configured_cpus();
   for (int c = 0; c < ncpu && c < TP_MAX_CPUS; c++) {
-    int n = numa_node_of_cpu(c);
+    int n = lib.numa_node_of_cpu(c);
     cpu_node[c] = (uint8_t)(n < 0 ? 0 : n);
   }
   if (mode == TP_NUMA_DEFAULT) mode = _tp_os.numa_nodes > 1 ? TP_NUMA_LOCAL : TP_NUMA_OFF;
@@ -305,14 +343,18 @@ static void discover_numa(void) {
 }
 
 void _tp_os_discover(void) {
-  if (_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_HUGETLBFS) {
+  static atomic_flag busy = ATOMIC_FLAG_INIT;
+  if (_tp_os.discovered || atomic_flag_test_and_set(&busy)) return; /* once; a racing thread goes on */
+  load_libs();
+  if ((_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_HUGETLBFS) && lib.gethugepagesizes &&
+      lib.gethugepagesize && lib.find_path_for_size) {
     long sizes[8];
-    int n = gethugepagesizes(sizes, 8);
+    int n = lib.gethugepagesizes(sizes, 8);
     for (int i = 0; i < n; i++)
       if (sizes[i] == (long)TP_HPAGE) _tp_os.has_2m = 1;
-    _tp_os.hpage_size = gethugepagesize();
+    _tp_os.hpage_size = lib.gethugepagesize();
     if (_tp_os.has_2m) {
-      const char *m = hugetlbfs_find_path_for_size((long)TP_HPAGE);
+      const char *m = lib.find_path_for_size((long)TP_HPAGE);
       /* Pages are mapped with MAP_HUGETLB, from the same kernel pool the mount exposes. No
        * hugetlbfs file descriptor is kept: programs close and reuse descriptors (daemons close
        * all of them), and a reused number would make tlbpack map somebody else's file. */
@@ -320,7 +362,7 @@ void _tp_os_discover(void) {
     }
   }
   discover_numa();
-  _tp_os.discovered = 1;
+  __atomic_store_n(&_tp_os.discovered, 1, __ATOMIC_RELEASE);
 }
 
 /* ---- 1 GiB pages ------------------------------------------------------------------------

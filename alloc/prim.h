@@ -40,6 +40,9 @@ void _tp_os_forking(void) __attribute__((visibility("hidden")));
 
 /* Pool discovery through libhugetlbfs and NUMA set-up through libnuma (see rule 1). */
 void _tp_os_discover(void) __attribute__((visibility("hidden")));
+/* Set (heap lock held) once the heap backs a huge page: the next generic malloc, which holds
+ * no lock, runs discovery (it loads libraries, which allocate). */
+extern int _tp_os_discover_wanted __attribute__((visibility("hidden")));
 
 /* What discovery found. */
 typedef struct tp_os_info_s {

@@ -44,6 +44,9 @@ void _tp_stats_out_flush(void) {
 void tp_stats_get(tp_stats_t *st) {
   memset(st, 0, sizeof *st);
   if (atomic_load(&_tp_ready) == 0) return;
+  /* Discovery loads libhugetlbfs and libnuma, which allocate: a program that reads the stats
+   * has them loaded first, so that what it measures between two reads is its own. */
+  _tp_os_discover();
   size_t nm, nf, ba;
   ptrdiff_t lb;
   _tp_stats_out_flush();
@@ -94,7 +97,7 @@ typedef struct {
 } tp_field_t;
 
 void tp_stats_print(FILE *out, int json) {
-  tp_stats_t st;
+  tp_stats_t st; /* tp_stats_get runs discovery: the mount and the NUMA nodes are reported */
   tp_stats_get(&st);
   size_t nm, nf, ba;
   ptrdiff_t lb;

@@ -39,4 +39,9 @@ done
 
 soname=$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libtlbpack.so.0" ] && ok "soname $soname" || fail "soname is '$soname', expected libtlbpack.so.0"
+needed=$(readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+case "$needed" in
+  *libnuma*|*libhugetlbfs*) fail "libtlbpack.so links $needed: libnuma and libhugetlbfs are opened when first needed" ;;
+  *) ok "needs only: $needed" ;;
+esac
 finish

@@ -126,10 +126,11 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
       }
     }
   }
-  /* Only sizes up to TP_FAST_MAX use the slot. A split site's slot points at the thread's mixed
+  /* The slot serves the site's next calls. A split site's slot points at the thread's mixed
    * bins for it: by size, the bins of each class's own group, so the malloc hit stays the same
-   * few instructions. */
-  if (size <= TP_FAST_MAX) {
+   * few instructions; a larger size there (no class key) leaves it alone. A whole site's slot
+   * points at its group's bins after any size, or its next small call would miss. */
+  if (size <= TP_FAST_MAX || (tc->mode == TP_GROUP_SITE && key == ra && !_tp_site_is_split(ra))) {
     tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
     st->bins = key != ra ? _tp_tcache_mixed(tc, ra, g, c) : _tp_tgroup_fast(tc, g);
     st->ra = ra;
@@ -348,7 +349,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 
 /* ---- the public API ------------------------------------------------------------------ */
 static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
-  if (TP_UNLIKELY(_tp_os_discover_wanted && !_tp_os.discovered)) _tp_os_discover(); /* no lock held */
+  if (TP_UNLIKELY(_tp_os_discover_wanted && !_tp_os.discovered)) _tp_os_numa_check(); /* no lock held */
   tp_tcache_t *tc = _tp_tcache_get();
   return _tp_alloc(size, 0, group_for(tc, ra, size), zero);
 }

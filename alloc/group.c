@@ -135,6 +135,11 @@ uintptr_t _tp_site_key(uintptr_t ra, unsigned c) {
   return _tp_key_of(ra, c);
 }
 
+int _tp_site_is_split(uintptr_t ra) {
+  int i = site_slot(ra, 0);
+  return i >= 0 && atomic_load_explicit(&site_split[i], memory_order_relaxed);
+}
+
 void _tp_site_counts(unsigned *sites, unsigned *split, unsigned *class_keys) {
   unsigned whole = 0, by_class = 0;
   for (unsigned i = 0; i < SITE_TABLE; i++) {

@@ -329,6 +329,8 @@ int _tp_plan_splits(uintptr_t ra) TP_INTERNAL;
 /* The key group:site places a small allocation of class c at site ra under: ra, or ra + c when
  * ra is a wrapper (sitekey.h) or the plan names it by size. Counts ra's classes (slow path). */
 uintptr_t _tp_site_key(uintptr_t ra, unsigned c) TP_INTERNAL;
+/* Whether site ra is split into site + class keys. */
+int _tp_site_is_split(uintptr_t ra) TP_INTERNAL;
 /* Stats: distinct return addresses seen, how many of them are split by class, and the
  * site + class keys they were split into. */
 void _tp_site_counts(unsigned *sites, unsigned *split, unsigned *class_keys) TP_INTERNAL;

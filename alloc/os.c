@@ -342,6 +342,23 @@ static void discover_numa(void) {
   _tp_os.numa_mode = mode;
 }
 
+/* The heap takes huge pages: NUMA placement needs libnuma, but only where there is more than
+ * one node. The kernel's list of online nodes says so without loading it ("0" on one node);
+ * with one node, numa stays off and libnuma waits for the stats (loading a library mid-run
+ * also puts its allocations among the program's). */
+static int numa_checked;
+void _tp_os_numa_check(void) {
+  _tp_os_discover_wanted = 0;
+  if (numa_checked++) return;
+  char buf[64] = {0};
+  int fd = open("/sys/devices/system/node/online", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  int one_node = n > 0 && strspn(buf, "0\n") == (size_t)n; /* "0": node 0 alone */
+  if (one_node && _tp_opt.numa != TP_NUMA_LOCAL && _tp_opt.numa != TP_NUMA_INTERLEAVE) return;
+  _tp_os_discover();
+}
+
 void _tp_os_discover(void) {
   static atomic_flag busy = ATOMIC_FLAG_INIT;
   if (_tp_os.discovered || atomic_flag_test_and_set(&busy)) return; /* once; a racing thread goes on */

@@ -43,6 +43,8 @@ void _tp_os_discover(void) __attribute__((visibility("hidden")));
 /* Set (heap lock held) once the heap backs a huge page: the next generic malloc, which holds
  * no lock, runs discovery (it loads libraries, which allocate). */
 extern int _tp_os_discover_wanted __attribute__((visibility("hidden")));
+/* Runs discovery then if the machine has more than one NUMA node (else it waits for stats). */
+void _tp_os_numa_check(void) __attribute__((visibility("hidden")));
 
 /* What discovery found. */
 typedef struct tp_os_info_s {

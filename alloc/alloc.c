@@ -282,7 +282,8 @@ static TP_NOINLINE void free_other(void *p, tp_slab_t *s) {
 
 /* The free hit read a 0: a medium, large or arena block (their free_live is a 0 byte), a
  * block-aligned pointer past a small slab's last object, or a small block not live. */
-static TP_NOINLINE void free_dead(void *p, tp_slab_t *s, uint32_t idx) {
+static TP_NOINLINE void free_dead(void *p, tp_slab_t *s) {
+  uintptr_t idx = (((uintptr_t)p - s->base) * s->recip) >> 40;
   if (s->kind != TP_SLAB_SMALL) free_other(p, s);
   else if (idx >= s->nobj) invalid_free(p, "points inside a block, not at its start");
   else double_free(p);
@@ -307,14 +308,14 @@ static inline __attribute__((always_inline)) void free_block(void *p) {
     return;
   }
   uintptr_t off = (uintptr_t)p - s->base;
-  uint32_t idx = (uint32_t)((off * s->recip) >> 40);
-  if (TP_UNLIKELY((uintptr_t)idx * s->size != off)) {
+  uintptr_t idx = (off * s->recip) >> 40; /* below 2^24 for a pointer inside the slab */
+  if (TP_UNLIKELY(idx * s->size != off)) {
     free_other(p, s);
     return;
   }
-  uint8_t *live = &s->free_live[idx];
+  uint8_t *live = s->free_live + idx;
   if (TP_UNLIKELY(!__atomic_load_n(live, __ATOMIC_RELAXED))) {
-    free_dead(p, s, idx);
+    free_dead(p, s);
     return;
   }
   __atomic_store_n(live, 0, __ATOMIC_RELAXED);

@@ -162,8 +162,8 @@ Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
 }
 
 /* A sparse start hpage stays on 4 KiB pages while the heap is small, and is collapsed (tried:
- * its start mark goes) once the heap is 16 times start_kb, whatever its use. */
-Test(start_small, a_sparse_start_page_is_collapsed_once_the_heap_is_16_times_start_kb) {
+ * its start mark goes) once its free room is 1/32 of the heap, whatever its use. */
+Test(start_small, a_sparse_start_page_is_collapsed_once_its_free_room_is_1_32_of_the_heap) {
   _tp_opt.start_bytes = (size_t)4 << 20; /* two start hpages */
   char *small = tp_malloc(100);
   tp_hpage_t *h = _tp_hpage_of(small);
@@ -171,10 +171,10 @@ Test(start_small, a_sparse_start_page_is_collapsed_once_the_heap_is_16_times_sta
   enum { N = 40 };
   static void *big[N];
   int n = 0;
-  while (n < 4) big[n++] = tp_malloc((size_t)4 << 20); /* 16 MiB more: 4x start_kb */
-  cr_assert(h->start, "a sparse start hpage was collapsed at 4x start_kb");
-  while (n < N) big[n++] = tp_malloc((size_t)4 << 20); /* 160 MiB: past 16x */
-  cr_assert_not(h->start, "the sparse start hpage was not collapsed at 40x start_kb");
+  while (n < 4) big[n++] = tp_malloc((size_t)4 << 20); /* 16 MiB more */
+  cr_assert(h->start, "a sparse start hpage was collapsed on a 20 MiB heap");
+  while (n < N) big[n++] = tp_malloc((size_t)4 << 20); /* 160 MiB: past 62 MiB */
+  cr_assert_not(h->start, "the sparse start hpage was not collapsed on a 164 MiB heap");
   cr_assert(h->source == TP_SRC_THP || h->source == TP_SRC_4K);
   for (int i = 0; i < N; i++) tp_free(big[i]);
   tp_free(small);

@@ -114,6 +114,7 @@ int _tp_policy_site_grows_up(uint32_t demand, size_t bytes) TP_INTERNAL;
 int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode) TP_INTERNAL;
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) TP_INTERNAL;
 int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
+int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
 int _tp_policy_promote_start(unsigned nused, size_t backed_bytes, size_t start_bytes) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
@@ -186,6 +187,7 @@ struct tp_slab_s {
   /* Protected by the owning bin's lock: */
   tp_slab_t *next, *prev;
   uint32_t navail;       /* objects in the slab (not in any thread cache, not live) */
+  const struct tp_tcache_s *filler; /* the thread cache that last filled from it (pick_partial) */
   uint32_t avail_hint;   /* first bitmap word that may have an available object */
   uint8_t in_partial;
   uint8_t nwords;
@@ -448,6 +450,7 @@ typedef struct tp_tcache_s {
   uint16_t thread_group;
   uint8_t owns_thread_group;
   uint8_t dead;          /* the static records: never caches (exited thread), or not started */
+  uint8_t exited;        /* its thread has exited (the record waits for a new thread) */
   int mode;
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
   /* counters of what bypasses the bins (medium, large, arena, uncached classes),

@@ -94,3 +94,8 @@ int _tp_policy_promote_start(unsigned nused, size_t backed_bytes, size_t start_b
   if (nused >= TP_SLOTS * 3 / 4) return 1;
   return nused > 0 && (size_t)(TP_SLOTS - nused) * TP_SLOT * 32 <= backed_bytes;
 }
+
+/* A thread that finds no partial slab of its own or free of other threads shares one only once
+ * the bin has this many partial slabs (slab.c, pick_partial): separation costs at most a few
+ * slabs a class. */
+int _tp_policy_share_slab(unsigned partial_slabs) { return partial_slabs >= 2; }

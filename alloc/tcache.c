@@ -234,6 +234,7 @@ static void tcache_exit(void *arg) {
   TP_LIST_UNLINK(&all_list, tc, next_all, prev_all);
   /* The tgroup and bin records stay with the cache record for its next thread. */
   reset_record(tc);
+  tc->exited = 1; /* its slabs are anyone's (slab.c, pick_partial) until a new thread takes it */
   tc->next_all = free_list;
   free_list = tc;
   _tp_unlock(&tc_lock);

@@ -492,3 +492,46 @@ Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
   cr_assert_geq(in_holes, 450, "only %d of 500 blocks of class 112 went into the shared group's holes", in_holes);
   cr_assert_geq(own, 450, "only %d of 500 blocks of class 224 came from the site's group %u", own, g);
 }
+
+/* Threads side by side (slab.c, pick_partial): two threads allocating one class of one site
+ * group fill from slabs of their own, so no line of live bytes or of small objects is written
+ * by both; a thread that exits leaves its slabs to the next. */
+#include <pthread.h>
+enum { SIDE_N = 200 };
+static void *side_blocks[2][SIDE_N];
+static const uintptr_t side_site = 0x700000;
+static pthread_barrier_t side_bar;
+static int side_by_side;
+static void *side_alloc(void *arg) {
+  int t = (int)(intptr_t)arg;
+  if (side_by_side) pthread_barrier_wait(&side_bar); /* both threads live from here */
+  for (int i = 0; i < SIDE_N; i++) side_blocks[t][i] = _tp_malloc_site(48, side_site);
+  if (side_by_side) pthread_barrier_wait(&side_bar); /* neither exits before both allocated */
+  return NULL;
+}
+Test(threads, two_threads_of_one_site_group_fill_from_slabs_of_their_own) {
+  unsigned g = TP_SHARED_GROUP;
+  for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(side_site, 64 << 10);
+  cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
+  pthread_t a, b;
+  pthread_create(&a, NULL, side_alloc, (void *)(intptr_t)0);
+  pthread_join(a, NULL); /* a has exited: its record is free, not its slabs' owner any more */
+  pthread_create(&a, NULL, side_alloc, (void *)(intptr_t)1);
+  pthread_join(a, NULL);
+  cr_assert_eq(_tp_slab_of(side_blocks[0][SIDE_N - 1]), _tp_slab_of(side_blocks[1][0]),
+               "the second thread did not take the slab the exited one left");
+  /* Now side by side: both threads live while they allocate. */
+  side_by_side = 1;
+  pthread_barrier_init(&side_bar, NULL, 2);
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < SIDE_N; i++) tp_free(side_blocks[t][i]);
+  _tp_tcache_flush_all(_tp_tc);
+  pthread_create(&a, NULL, side_alloc, (void *)(intptr_t)0);
+  pthread_create(&b, NULL, side_alloc, (void *)(intptr_t)1);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  int shared = 0;
+  for (int i = 0; i < SIDE_N; i++)
+    for (int j = 0; j < SIDE_N; j++) shared += _tp_slab_of(side_blocks[0][i]) == _tp_slab_of(side_blocks[1][j]);
+  cr_assert_eq(shared, 0, "%d pairs of the two threads' blocks share a slab", shared);
+}

@@ -128,3 +128,9 @@ Test(policy, a_start_page_is_collapsed_when_3_4_full_or_when_its_free_room_is_1_
   cr_assert(_tp_policy_promote_start(1, 31 * slot * 32, start), "a sparse page once the heap is 62 MiB");
   cr_assert_not(_tp_policy_promote_start(0, (size_t)1 << 40, start), "an empty one is not collapsed");
 }
+
+Test(policy, a_thread_shares_another_threads_slab_only_once_the_bin_has_2_partial_slabs) {
+  cr_assert_not(_tp_policy_share_slab(0));
+  cr_assert_not(_tp_policy_share_slab(1), "one partial slab of another thread: carve one's own");
+  cr_assert(_tp_policy_share_slab(2));
+}

@@ -32,18 +32,12 @@ static size_t chunk_bytes = (size_t)1 << 30;
 static void decay(void);
 
 static void push(tp_hpage_t **head, tp_hpage_t *h, int which) {
-  h->prev = NULL;
-  h->next = *head;
-  if (*head) (*head)->prev = h;
-  *head = h;
+  TP_LIST_PUSH(head, h, next, prev);
   h->listed = (uint8_t)which;
 }
 
 static void unlink_(tp_hpage_t **head, tp_hpage_t *h) {
-  if (h->prev) h->prev->next = h->next;
-  else *head = h->next;
-  if (h->next) h->next->prev = h->prev;
-  h->next = h->prev = NULL;
+  TP_LIST_UNLINK(head, h, next, prev);
   h->listed = TP_LIST_NONE;
 }
 

@@ -483,27 +483,10 @@ void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) {
 }
 
 /* ---- fork --------------------------------------------------------------------------- */
-static long pool_free_pages(void) {
-  int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[4096];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  const char *p = strstr(buf, "HugePages_Free:");
-  return p ? strtol(p + 15, NULL, 10) : -1;
-}
+static long pool_free_pages(void) { return _tp_os_file_long("/proc/meminfo", "HugePages_Free:"); }
 
 static long gpool_free_pages(void) {
-  int fd = open("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[32];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  return strtol(buf, NULL, 10);
+  return _tp_os_file_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", NULL);
 }
 
 /* Fork with a short pool. A private hugetlb page shared with a fork child is copied on the

@@ -255,7 +255,7 @@ static int cow_watch;
 
 void _tp_os_forking(void) { cow_watch = 1; }
 
-static long proc_field(const char *path, const char *key) {
+long _tp_os_file_long(const char *path, const char *key) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   char buf[4096];
@@ -263,19 +263,19 @@ static long proc_field(const char *path, const char *key) {
   close(fd);
   if (n <= 0) return -1;
   buf[n] = 0;
-  const char *p = strstr(buf, key);
-  return p ? strtol(p + strlen(key), NULL, 10) : -1;
+  const char *p = key ? strstr(buf, key) : buf;
+  return p ? strtol(p + (key ? strlen(key) : 0), NULL, 10) : -1;
 }
 
 /* Whether claiming a pool page now could leave a shared page without its copy. */
 static int cow_short(void) {
   if (!cow_watch) return 0;
-  long shared_kb = proc_field("/proc/self/smaps_rollup", "Shared_Hugetlb:");
+  long shared_kb = _tp_os_file_long("/proc/self/smaps_rollup", "Shared_Hugetlb:");
   if (shared_kb == 0) {
     cow_watch = 0;
     return 0;
   }
-  long free_pages = proc_field("/proc/meminfo", "HugePages_Free:");
+  long free_pages = _tp_os_file_long("/proc/meminfo", "HugePages_Free:");
   if (shared_kb < 0 || free_pages < 0) return 0; /* cannot tell: as before windows */
   return free_pages <= shared_kb / (long)(TP_HPAGE >> 10);
 }
@@ -389,16 +389,9 @@ void _tp_os_discover(void) {
 int _tp_os_back_1g(void *addr) {
   const size_t g = (size_t)1 << 30;
   if (_tp_opt.gpages == TP_GPAGES_OFF || (_tp_opt.pool != TP_POOL_AUTO && _tp_opt.pool != TP_POOL_HUGETLBFS)) return -1;
-  int fd = open(GPAGES_FREE, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[32];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  if (strtol(buf, NULL, 10) < 1) return -1;
+  if (_tp_os_file_long(GPAGES_FREE, NULL) < 1) return -1;
   if (addr == NULL) return 0;
-  fd = memfd_create("tlbpack-1g", MFD_HUGETLB | MFD_HUGE_1GB | MFD_CLOEXEC);
+  int fd = memfd_create("tlbpack-1g", MFD_HUGETLB | MFD_HUGE_1GB | MFD_CLOEXEC);
   if (fd < 0) return -1;
   void *p = mmap(addr, g, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0);
   close(fd);

@@ -45,6 +45,8 @@ void _tp_os_discover(void) __attribute__((visibility("hidden")));
 extern int _tp_os_discover_wanted __attribute__((visibility("hidden")));
 /* Runs discovery then if the machine has more than one NUMA node (else it waits for stats). */
 void _tp_os_numa_check(void) __attribute__((visibility("hidden")));
+/* The number after `key` in file `path` (key NULL: at its start), or -1. */
+long _tp_os_file_long(const char *path, const char *key) __attribute__((visibility("hidden")));
 
 /* What discovery found. */
 typedef struct tp_os_info_s {

@@ -350,7 +350,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 
 /* ---- the public API ------------------------------------------------------------------ */
 static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
-  if (TP_UNLIKELY(_tp_os_discover_wanted && !_tp_os.discovered)) _tp_os_numa_check(); /* no lock held */
+  if (TP_UNLIKELY(_tp_os_discover_wanted == 1)) _tp_os_numa_check(); /* no lock held */
   tp_tcache_t *tc = _tp_tcache_get();
   return _tp_alloc(size, 0, group_for(tc, ra, size), zero);
 }
@@ -387,12 +387,7 @@ void *tp_calloc(size_t count, size_t size) {
   return p;
 }
 
-static void *realloc_ra(void *p, size_t size, uintptr_t ra) {
-  if (p == NULL) return malloc_ra(size, ra);
-  if (size == 0) { /* glibc: realloc(p, 0) frees and returns NULL */
-    tp_free(p);
-    return NULL;
-  }
+void *_tp_realloc_block(void *p, size_t size, int g) {
   tp_slab_t *s = NULL;
   size_t old = _tp_usable_size(p, &s);
   if (old == 0) {
@@ -400,11 +395,20 @@ static void *realloc_ra(void *p, size_t size, uintptr_t ra) {
     return NULL;
   }
   if (_tp_policy_realloc_keeps(s->kind == TP_SLAB_SMALL, old, size)) return p;
-  void *q = _tp_alloc(size, 0, s->group, 0); /* keeps the block in its placement group */
+  void *q = _tp_alloc(size, 0, g < 0 ? s->group : (unsigned)g, 0);
   if (q == NULL) return NULL;
   memcpy(q, p, old < size ? old : size);
   tp_free(p);
   return q;
+}
+
+static void *realloc_ra(void *p, size_t size, uintptr_t ra) {
+  if (p == NULL) return malloc_ra(size, ra);
+  if (size == 0) { /* glibc: realloc(p, 0) frees and returns NULL */
+    tp_free(p);
+    return NULL;
+  }
+  return _tp_realloc_block(p, size, -1); /* keeps the block in its placement group */
 }
 
 void *tp_realloc(void *p, size_t size) { return realloc_ra(p, size, RA()); }

@@ -290,18 +290,7 @@ void *tp_group_realloc(tp_group_t *g, void *p, size_t size) {
   if (g == NULL) return tp_realloc(p, size);
   checked(g, "tp_group_realloc");
   if (p == NULL) return _tp_alloc(size, 0, g->id, 0);
-  tp_slab_t *s = NULL;
-  size_t old = _tp_usable_size(p, &s);
-  if (old == 0) {
-    _tp_free_checked(p); /* reports what is wrong with p and aborts */
-    return NULL;
-  }
-  if (_tp_policy_realloc_keeps(s->kind == TP_SLAB_SMALL, old, size)) return p;
-  void *q = _tp_alloc(size, 0, g->id, 0);
-  if (q == NULL) return NULL;
-  memcpy(q, p, old < size ? old : size);
-  _tp_free_checked(p);
-  return q;
+  return _tp_realloc_block(p, size, g->id);
 }
 
 typedef struct { const tp_group_t *g; tp_group_stats_t *st; } gstat_t;

@@ -503,6 +503,10 @@ void _tp_stats_keep_stderr(void) TP_INTERNAL;
 /* ---- the generic paths (alloc.c) ----------------------------------------------------- */
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) TP_INTERNAL;
 void _tp_free_checked(void *p) TP_INTERNAL;
+/* realloc of p (not NULL) to size: in place while _tp_policy_realloc_keeps says so, else a new
+ * block in group g (-1: p's own group), the contents copied and p freed; an invalid p is
+ * reported and aborts. */
+void *_tp_realloc_block(void *p, size_t size, int g) TP_INTERNAL;
 /* malloc on behalf of an allocation site (operator new passes its caller's address). */
 void *_tp_malloc_site(size_t size, uintptr_t site) TP_INTERNAL;
 /* aligned_alloc on behalf of an allocation site (aligned operator new). */

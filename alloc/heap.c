@@ -156,22 +156,24 @@ static void promote_start_pages(size_t backed) {
  * a short-lived process does not pay for zeroing 2 MiB pages it barely fills, nor hold pool
  * pages that other processes could use. */
 static int want_source(void) {
-  if (!_tp_os.discovered) _tp_os_discover_wanted = 1; /* if it is not 4 KiB: NUMA placement */
+  int src = TP_SRC_HUGETLB, start = 0;
   switch (_tp_opt.pool) {
-  case TP_POOL_THP: return TP_SRC_THP;
-  case TP_POOL_4K: return TP_SRC_4K; /* placed by node all the same: discovery wanted */
+  case TP_POOL_THP: src = TP_SRC_THP; break;
+  case TP_POOL_4K: src = TP_SRC_4K; break; /* placed by node all the same */
   case TP_POOL_AUTO: {
     size_t backed = 0;
     for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
-    if ((backed + 1) * TP_HPAGE <= _tp_opt.start_bytes) {
-      _tp_os_discover_wanted = 0;
-      return TP_SRC_4K;
-    }
-    promote_start_pages(backed);
-    return TP_SRC_HUGETLB;
+    start = (backed + 1) * TP_HPAGE <= _tp_opt.start_bytes;
+    if (start) src = TP_SRC_4K;
+    else promote_start_pages(backed);
+    break;
   }
-  default: return TP_SRC_HUGETLB;
+  default: break;
   }
+  /* Past the start pages the heap is placed by NUMA node: the next generic malloc, which holds
+   * no lock, checks the nodes (os.c; it may load libnuma). */
+  if (!start && _tp_os_discover_wanted == 0 && !_tp_os.discovered) _tp_os_discover_wanted = 1;
+  return src;
 }
 
 static int back(tp_hpage_t *h) {

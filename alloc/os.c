@@ -346,10 +346,8 @@ static void discover_numa(void) {
  * one node. The kernel's list of online nodes says so without loading it ("0" on one node);
  * with one node, numa stays off and libnuma waits for the stats (loading a library mid-run
  * also puts its allocations among the program's). */
-static int numa_checked;
 void _tp_os_numa_check(void) {
-  _tp_os_discover_wanted = 0;
-  if (numa_checked++) return;
+  _tp_os_discover_wanted = 2; /* checked: not again */
   char buf[64] = {0};
   int fd = open("/sys/devices/system/node/online", O_RDONLY | O_CLOEXEC);
   ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;

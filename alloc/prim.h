@@ -40,8 +40,9 @@ void _tp_os_forking(void) __attribute__((visibility("hidden")));
 
 /* Pool discovery through libhugetlbfs and NUMA set-up through libnuma (see rule 1). */
 void _tp_os_discover(void) __attribute__((visibility("hidden")));
-/* Set (heap lock held) once the heap backs a huge page: the next generic malloc, which holds
- * no lock, runs discovery (it loads libraries, which allocate). */
+/* 1 (set under the heap lock) once the heap backs a page past the start pages: the next generic
+ * malloc, which holds no lock, runs _tp_os_numa_check (it may load libraries, which allocate),
+ * which sets 2 (done). */
 extern int _tp_os_discover_wanted __attribute__((visibility("hidden")));
 /* Runs discovery then if the machine has more than one NUMA node (else it waits for stats). */
 void _tp_os_numa_check(void) __attribute__((visibility("hidden")));

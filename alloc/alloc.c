@@ -130,7 +130,7 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
    * bins for it: by size, the bins of each class's own group, so the malloc hit stays the same
    * few instructions; a larger size there (no class key) leaves it alone. A whole site's slot
    * points at its group's bins after any size, or its next small call would miss. */
-  if (size <= TP_FAST_MAX || (tc->mode == TP_GROUP_SITE && key == ra && !_tp_site_is_split(ra))) {
+  if (size <= TP_FAST_BIG || (tc->mode == TP_GROUP_SITE && key == ra && !_tp_site_is_split(ra))) {
     tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
     st->bins = key != ra ? _tp_tcache_mixed(tc, ra, g, c) : _tp_tgroup_fast(tc, g);
     st->ra = ra;
@@ -359,16 +359,18 @@ static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
  * have a block of this class. Everything else is one miss, to malloc_generic. */
 static inline void *malloc_ra(size_t size, uintptr_t ra) {
   tp_tcache_t *tc = _tp_tc;
-  if (TP_LIKELY(size <= TP_FAST_MAX)) {
-    tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
-    tp_tbin_t *b = st->bins[(size + 15) >> 4];
-    tp_entry_t *top = b->top;
-    if (TP_LIKELY(st->ra == ra && top != b->lo)) {
-      b->top = --top;
-      b->nalloc++;
-      mark_live(*top);
-      return top->p;
-    }
+  unsigned i;
+  if (TP_LIKELY(size <= TP_FAST_MAX)) i = (unsigned)((size + 15) >> 4);
+  else if (size <= TP_FAST_BIG) i = _tp_fast_index(size);
+  else return malloc_generic(size, ra, 0);
+  tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
+  tp_tbin_t *b = st->bins[i];
+  tp_entry_t *top = b->top;
+  if (TP_LIKELY(st->ra == ra && top != b->lo)) {
+    b->top = --top;
+    b->nalloc++;
+    mark_live(*top);
+    return top->p;
   }
   return malloc_generic(size, ra, 0);
 }
@@ -381,7 +383,7 @@ void *_tp_malloc_site(size_t size, uintptr_t site) { return malloc_ra(size, site
 void *tp_calloc(size_t count, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(count, size, &total)) return enomem();
-  if (total > TP_FAST_MAX) return malloc_generic(total, RA(), 1);
+  if (total > TP_FAST_BIG) return malloc_generic(total, RA(), 1);
   void *p = malloc_ra(total, RA());
   if (p) memset(p, 0, total);
   return p;

@@ -418,9 +418,22 @@ typedef struct tp_tbin_s {
 static inline unsigned _tp_tbin_count(const tp_tbin_t *b) { return (unsigned)(b->top - b->e); }
 static inline unsigned _tp_tbin_limit(const tp_tbin_t *b) { return (unsigned)(b->end - b->e); }
 
-/* Small classes by size in 16-byte steps, for the fast path (sizes up to TP_FAST_MAX). */
+/* The fast path's bins by size: entries 0..64 by (size + 15) / 16 for sizes up to TP_FAST_MAX,
+ * then one entry per class above 1 KiB up to TP_FAST_BIG (the largest class a thread caches),
+ * found from the size's top bits (_tp_fast_index): a malloc of 4 KiB hits like one of 32 B. */
 #define TP_FAST_MAX 1024
-#define TP_FAST_N (TP_FAST_MAX / 16 + 1)
+#define TP_FAST_BIG 65536
+#define TP_FAST_SMALL_N (TP_FAST_MAX / 16 + 1)
+#define TP_FAST_CLASS_1K 19 /* _tp_class_of(TP_FAST_MAX) */
+#define TP_FAST_N (TP_FAST_SMALL_N + 24) /* + the classes of 1 KiB < size <= 64 KiB */
+/* The fast entry of a size up to TP_FAST_BIG. */
+static inline unsigned _tp_fast_index(size_t size) {
+  if (size <= TP_FAST_MAX) return (unsigned)((size + 15) >> 4);
+  size_t x = size - 1;
+  unsigned e = 63u - (unsigned)__builtin_clzl(x); /* 10..15 */
+  /* class 8 + (e - 7) * 4 + k, k the two bits below the top one */
+  return TP_FAST_SMALL_N - TP_FAST_CLASS_1K - 1 + 8 + (e - 7) * 4 + (unsigned)((x >> (e - 2)) & 3);
+}
 
 typedef struct tp_tgroup_s {
   tp_tbin_t *bins[TP_NCLASSES];

@@ -24,4 +24,5 @@ void _tp_classes_init(void) {
     k->tcache_cap = k->size <= 1024 ? 64 : k->size <= 16384 ? 16 : k->size <= 65536 ? 4 : 0;
   }
   for (unsigned i = 0; i <= TP_FAST_MAX / 16; i++) _tp_fast_class[i] = (uint8_t)_tp_class_of(i ? i * 16 : 1);
+  for (unsigned i = TP_FAST_SMALL_N; i < TP_FAST_N; i++) _tp_fast_class[i] = (uint8_t)(TP_FAST_CLASS_1K + 1 + i - TP_FAST_SMALL_N);
 }

@@ -62,6 +62,50 @@ Test(sentinel, the_first_block_of_a_class_creates_its_bin_for_every_size_of_the_
   cr_assert(static_records_untouched());
 }
 
+Test(sentinel, every_size_up_to_64_kib_has_the_fast_entry_of_its_class) {
+  for (size_t n = 1; n <= TP_FAST_BIG; n++) {
+    unsigned i = _tp_fast_index(n);
+    cr_assert_lt(i, TP_FAST_N, "size %zu: fast entry %u past the table", n, i);
+    cr_assert_eq(_tp_fast_class[i], _tp_class_of(n), "size %zu: fast entry %u is class %u, not %u", n, i,
+                 _tp_fast_class[i], _tp_class_of(n));
+  }
+  cr_assert_eq(_tp_fast_class[TP_FAST_N - 1], _tp_class_of(TP_FAST_BIG), "the table ends before 64 KiB");
+}
+
+Test(sentinel, a_kilobyte_class_hits_like_a_small_one_after_its_first_block) {
+  void *warm = tp_malloc(16);
+  tp_tcache_t *tc = _tp_tc;
+  unsigned c = _tp_class_of(5000); /* 4097-5120 */
+  void *p = tp_malloc(5000);
+  cr_assert(tp_owns(p));
+  tp_site_slot_t *st = NULL;
+  for (unsigned i = 0; i < TP_SITE_CACHE; i++)
+    if (tc->site[i].bins[_tp_fast_index(5000)] != &_tp_tbin_empty) st = &tc->site[i];
+  cr_assert_not_null(st, "no site slot has a bin for 5000-byte blocks after malloc(5000)");
+  tp_tbin_t *b = st->bins[_tp_fast_index(5000)];
+  cr_assert_eq(b->cls, c);
+  for (size_t n = 4097; n <= 5120; n++) cr_assert_eq(st->bins[_tp_fast_index(n)], b, "size %zu has another bin", n);
+  cr_assert_eq(st->bins[_tp_fast_index(5121)], &_tp_tbin_empty, "a class never used has a bin");
+  /* The next block of the class comes off the same bin; calloc takes the same hit and zeroes. */
+  unsigned count = _tp_tbin_count(b);
+  cr_assert_gt(count, 1, "the miss filled the bin");
+  uintptr_t ra = st->ra;
+  void *q = tp_malloc(4500);
+  cr_assert_eq(_tp_tbin_count(b), count - 1, "malloc(4500) did not pop the 5120-byte bin");
+  cr_assert_eq(st->ra, ra);
+  tp_free(q);
+  cr_assert_eq(_tp_tbin_count(b), count, "free did not push the block back on the bin");
+  memset(q = tp_malloc(5000), 0xab, 5000); /* dirty a block, give it back, take it with calloc */
+  tp_free(q);
+  unsigned char *z = tp_calloc(1, 5000);
+  cr_assert_not_null(z);
+  for (size_t i = 0; i < 5000; i++) cr_assert_eq(z[i], 0, "calloc's byte %zu is not zero", i);
+  tp_free(z);
+  tp_free(p);
+  tp_free(warm);
+  cr_assert(static_records_untouched());
+}
+
 /* noipa and the asm: two distinct call sites (see test_placement.c). */
 static __attribute__((noipa)) void *site_x(size_t n) {
   void *p = tp_malloc(n);

@@ -8,6 +8,9 @@
  *                 16-512 B, freeing a random one and allocating another (glibc's thread
  *                 benchmark shape): no block or metadata line may be shared. ns per
  *                 free+malloc, per thread (wall time / ops of one thread).
+ * --mode sizes    the same two threads with sizes spread evenly over the powers of two from 4 B
+ *                 to 32 KiB (a 1/x distribution, as glibc's thread benchmark draws them): a
+ *                 third of the blocks are over 1 KiB.
  * --mode churn    two threads replace random entries of a shared table of --keep blocks of
  *                 16-1024 B (server-style churn: about half the frees cross threads). ns per
  *                 free+malloc, per thread.
@@ -83,20 +86,32 @@ static double run_sites(void) {
 static void **table; /* churn: shared, one atomic exchange per replacement */
 static pthread_barrier_t go;
 
+static int log_sizes; /* --mode sizes */
+
+/* 16-512 B evenly; or (log_sizes) a power of two from 4 B to 16 KiB, evenly, plus up to as
+ * much again: 4 B-32 KiB with about as many blocks in each doubling. */
+static size_t side_size(uint64_t *s) {
+  if (!log_sizes) return wl_rand_range(s, 16, 512);
+  uint64_t r = wl_rand(s);
+  size_t b = (size_t)4 << (r % 13);
+  return b + (size_t)((r >> 8) % b);
+}
+
 static void *side_by_side(void *arg) {
   uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 7919;
   void **own = map_array(n_keep * sizeof *own);
   for (unsigned long i = 0; i < n_keep; i++) {
-    own[i] = malloc(wl_rand_range(&s, 16, 512));
+    own[i] = malloc(side_size(&s));
     if (!own[i]) wl_die("out of memory");
   }
   pthread_barrier_wait(&go);
   for (unsigned long i = 0; i < n_ops; i++) {
     size_t k = wl_rand(&s) % n_keep;
     free(own[k]);
-    char *p = malloc(wl_rand_range(&s, 16, 512));
+    size_t n = side_size(&s);
+    char *p = malloc(n);
     if (!p) wl_die("out of memory at op %lu", i);
-    memset(p, (int)i, 16);
+    memset(p, (int)i, n < 16 ? n : 16);
     own[k] = p;
   }
   for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
@@ -203,7 +218,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, churn or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, churn or startup", 's', &mode},
     {"ops", "operations (per thread for threads/churn; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -215,9 +230,10 @@ int main(int argc, char **argv) {
   const char *name, *op;
   if (!strcmp(mode, "sites")) ns = run_sites(), name = "sites", op = "free+malloc";
   else if (!strcmp(mode, "threads")) ns = run_two(side_by_side), name = "threads", op = "free+malloc";
+  else if (!strcmp(mode, "sizes")) log_sizes = 1, ns = run_two(side_by_side), name = "threads-sizes", op = "free+malloc";
   else if (!strcmp(mode, "churn")) ns = run_two(churn), name = "churn-mt", op = "free+malloc";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, churn or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, churn or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

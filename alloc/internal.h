@@ -497,6 +497,9 @@ void _tp_tcache_postfork(int child) TP_INTERNAL;
 void _tp_tcache_sum(size_t *nmalloc, size_t *nfree, size_t *bytes_alloc, ptrdiff_t *live_bytes) TP_INTERNAL;
 void _tp_tcache_key_init(void) TP_INTERNAL;
 extern uint8_t _tp_fast_class[TP_FAST_N] TP_INTERNAL;
+/* The fast entries of class c: _tp_fast_lo[c] up to _tp_fast_end[c] (exclusive; equal when the
+ * class is past TP_FAST_BIG). */
+extern uint8_t _tp_fast_lo[TP_NCLASSES] TP_INTERNAL, _tp_fast_end[TP_NCLASSES] TP_INTERNAL;
 
 /* ---- init (init.c) ------------------------------------------------------------------- */
 extern _Atomic int _tp_ready TP_INTERNAL; /* 0 none, 1 core ready, 2 fully ready */

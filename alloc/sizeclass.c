@@ -4,6 +4,7 @@
 
 tp_class_t _tp_classes[TP_NCLASSES];
 uint8_t _tp_fast_class[TP_FAST_N];
+uint8_t _tp_fast_lo[TP_NCLASSES], _tp_fast_end[TP_NCLASSES];
 
 
 void _tp_classes_init(void) {
@@ -25,4 +26,9 @@ void _tp_classes_init(void) {
   }
   for (unsigned i = 0; i <= TP_FAST_MAX / 16; i++) _tp_fast_class[i] = (uint8_t)_tp_class_of(i ? i * 16 : 1);
   for (unsigned i = TP_FAST_SMALL_N; i < TP_FAST_N; i++) _tp_fast_class[i] = (uint8_t)(TP_FAST_CLASS_1K + 1 + i - TP_FAST_SMALL_N);
+  for (unsigned i = TP_FAST_N; i-- > 0;) { /* entries of one class are consecutive */
+    unsigned c = _tp_fast_class[i];
+    if (_tp_fast_end[c] == 0) _tp_fast_end[c] = (uint8_t)(i + 1);
+    _tp_fast_lo[c] = (uint8_t)i;
+  }
 }

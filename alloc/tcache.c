@@ -147,8 +147,8 @@ tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned
   m->ra = ra;
   /* An ordered group allocates past the bins: its sizes stay misses, like its own fast[]. */
   tp_tbin_t *b = c < TP_NCLASSES && !_tp_groups[g]->ordered ? _tp_tbin_get(tc, g, c) : NULL;
-  for (unsigned i = 0; i < TP_FAST_N; i++)
-    if (_tp_fast_class[i] == c) m->fast[i] = b ? b : &_tp_tbin_empty;
+  if (c < TP_NCLASSES)
+    for (unsigned i = _tp_fast_lo[c]; i < _tp_fast_end[c]; i++) m->fast[i] = b ? b : &_tp_tbin_empty;
   return m->fast;
 }
 
@@ -166,8 +166,7 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
     b->top = b->lo = b->e;
     b->end = b->e + tbin_limit(tc, g, cap);
     tg->bins[c] = b;
-    for (unsigned i = 0; i < TP_FAST_N; i++)
-      if (_tp_fast_class[i] == c) tg->fast[i] = b;
+    for (unsigned i = _tp_fast_lo[c]; i < _tp_fast_end[c]; i++) tg->fast[i] = b;
   }
   return b;
 }

@@ -70,6 +70,12 @@ Test(sentinel, every_size_up_to_64_kib_has_the_fast_entry_of_its_class) {
                  _tp_fast_class[i], _tp_class_of(n));
   }
   cr_assert_eq(_tp_fast_class[TP_FAST_N - 1], _tp_class_of(TP_FAST_BIG), "the table ends before 64 KiB");
+  /* each class's run of entries, which the misses set without scanning the table */
+  for (unsigned c = 0; c < TP_NCLASSES; c++)
+    for (unsigned i = 0; i < TP_FAST_N; i++)
+      cr_assert_eq(_tp_fast_class[i] == c, i >= _tp_fast_lo[c] && i < _tp_fast_end[c],
+                   "class %u: entry %u is%s in its run [%u, %u)", c, i, _tp_fast_class[i] == c ? " not" : "",
+                   _tp_fast_lo[c], _tp_fast_end[c]);
 }
 
 Test(sentinel, a_kilobyte_class_hits_like_a_small_one_after_its_first_block) {

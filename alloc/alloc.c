@@ -266,6 +266,13 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, tp_entry_t e) {
     _tp_bin_flush(_tp_groups[s->group], s->cls, &e, 1);
     return;
   }
+  if (__atomic_load_n(&s->filler, __ATOMIC_RELAXED) != tc && _tp_policy_free_remote(s->size)) {
+    /* Another thread fills from this slab: reused here, the block would share its line with
+     * that thread's blocks (passive false sharing). Back to the slab, a batch at a time. */
+    count_free(tc, s->size);
+    _tp_tbin_remote(tc, s->group, s->cls, e);
+    return;
+  }
   if (b->top >= b->end) {
     tc->last_free_g[s->cls] = s->group; /* evidence for site adoption */
     _tp_tbin_flush(tc, s->group, s->cls, b, _tp_tbin_limit(b) / 2);
@@ -300,7 +307,7 @@ static TP_NOINLINE void free_unknown(void *p) {
 }
 
 /* The free hit: the block is checked against its slab (start of a block, live), then pushed
- * onto this thread's bin; everything else is one miss. */
+ * onto this thread's bin when this thread fills from its slab; everything else is one miss. */
 static inline __attribute__((always_inline)) void free_block(void *p) {
   tp_slab_t *s = _tp_slab_of(p); /* NULL for p == NULL too */
   if (TP_UNLIKELY(s == NULL)) {
@@ -319,9 +326,10 @@ static inline __attribute__((always_inline)) void free_block(void *p) {
     return;
   }
   __atomic_store_n(live, 0, __ATOMIC_RELAXED);
-  tp_tbin_t *b = _tp_tc->groups[s->group]->bins[s->cls];
+  tp_tcache_t *tc = _tp_tc;
+  tp_tbin_t *b = tc->groups[s->group]->bins[s->cls];
   tp_entry_t *top = b->top;
-  if (TP_LIKELY(top < b->end)) {
+  if (TP_LIKELY(top < b->end) && (TP_LIKELY(s->filler == tc) || !_tp_policy_free_remote(s->size))) {
     *top = (tp_entry_t){p, live};
     b->top = top + 1;
     return;

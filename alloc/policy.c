@@ -99,3 +99,4 @@ int _tp_policy_promote_start(unsigned nused, size_t backed_bytes, size_t start_b
  * the bin has this many partial slabs (slab.c, pick_partial): separation costs at most a few
  * slabs a class. */
 int _tp_policy_share_slab(unsigned partial_slabs) { return partial_slabs >= 2; }
+

@@ -57,7 +57,7 @@ static tp_slab_t *pick_partial(tp_bin_t *b, const tp_tcache_t *me) {
   tp_slab_t *own = NULL, *free_ = NULL, *any = b->partial;
   unsigned n = 0;
   for (tp_slab_t *s = b->partial; s && n < 16; s = s->next, n++) {
-    const tp_tcache_t *f = s->filler;
+    const tp_tcache_t *f = __atomic_load_n(&s->filler, __ATOMIC_RELAXED);
     if (f == me) {
       if (own == NULL || s->navail < own->navail) own = s;
     } else if (f == NULL || f->exited || f->dead) {
@@ -89,7 +89,8 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
       __atomic_store_n(&b->navail, b->navail + s->nobj, __ATOMIC_RELAXED);
       partial_push(b, s);
     }
-    s->filler = _tp_tc;
+    if (__atomic_load_n(&s->filler, __ATOMIC_RELAXED) != _tp_tc) /* a line every free reads */
+      __atomic_store_n(&s->filler, _tp_tc, __ATOMIC_RELAXED);
     /* Whole bitmap words while there is room: a word's objects share a line of live bytes,
      * and one thread taking all of them keeps other threads off that line. */
     for (unsigned w = s->avail_hint; w < s->nwords && n < want; w++) {

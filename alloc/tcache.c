@@ -110,7 +110,7 @@ static tp_tgroup_t *tgroup_get(tp_tcache_t *tc, unsigned g) {
   if (tg == &empty_tgroup) {
     tg = _tp_meta_alloc(sizeof *tg);
     if (tg == NULL) return &empty_tgroup;
-    for (unsigned c = 0; c < TP_NCLASSES; c++) tg->bins[c] = &_tp_tbin_empty;
+    for (unsigned c = 0; c < TP_NCLASSES; c++) tg->bins[c] = &_tp_tbin_empty, tg->remote[c] = NULL;
     for (unsigned i = 0; i < TP_FAST_N; i++) tg->fast[i] = &_tp_tbin_empty;
     tg->gen = atomic_load(&grp->gen);
     tc->groups[g] = tg;
@@ -122,6 +122,11 @@ static tp_tgroup_t *tgroup_get(tp_tcache_t *tc, unsigned g) {
       _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[k].size);
       b->out -= n;
       b->top = b->e;
+      tp_tbin_t *r = tg->remote[k];
+      if (r) {
+        _tp_stats_out(-(ptrdiff_t)_tp_tbin_count(r) * (ptrdiff_t)_tp_classes[k].size);
+        r->top = r->e;
+      }
     }
     tg->gen = atomic_load(&grp->gen);
   }
@@ -184,12 +189,44 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
   b->out -= n;
 }
 
+static void remote_flush(tp_tgroup_t *tg, unsigned g, unsigned c, tp_tbin_t *r) {
+  unsigned n = _tp_tbin_count(r);
+  if (n == 0) return;
+  if (tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, r->e, n);
+  else _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[c].size); /* dropped with the group */
+  r->top = r->e;
+}
+
+void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) {
+  tp_tgroup_t *tg = tgroup_get(tc, g);
+  tp_tbin_t *r = tg == &empty_tgroup ? NULL : tg->remote[c];
+  if (r == NULL && tg != &empty_tgroup && _tp_classes[c].tcache_cap) {
+    unsigned cap = _tp_classes[c].tcache_cap;
+    r = _tp_meta_alloc(sizeof *r + cap * sizeof(tp_entry_t));
+    if (r) {
+      r->cap = cap;
+      r->cls = c;
+      r->top = r->lo = r->e;
+      r->end = r->e + cap;
+      tg->remote[c] = r;
+    }
+  }
+  if (r == NULL) {
+    _tp_bin_flush(_tp_groups[g], c, &e, 1);
+    return;
+  }
+  *r->top++ = e;
+  if (r->top == r->end) remote_flush(tg, g, c, r);
+}
+
 void _tp_tcache_flush_all(tp_tcache_t *tc) {
   for (unsigned g = 0; g < TP_MAX_GROUPS; g++) {
     tp_tgroup_t *tg = tc->groups[g];
     if (tg == &empty_tgroup) continue;
-    for (unsigned c = 0; c < TP_NCLASSES; c++)
+    for (unsigned c = 0; c < TP_NCLASSES; c++) {
       if (real_bin(tg->bins[c])) _tp_tbin_flush(tc, g, c, tg->bins[c], 0);
+      if (tg->remote[c]) remote_flush(tg, g, c, tg->remote[c]);
+    }
   }
 }
 

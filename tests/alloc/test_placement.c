@@ -535,3 +535,41 @@ Test(threads, two_threads_of_one_site_group_fill_from_slabs_of_their_own) {
     for (int j = 0; j < SIDE_N; j++) shared += _tp_slab_of(side_blocks[0][i]) == _tp_slab_of(side_blocks[1][j]);
   cr_assert_eq(shared, 0, "%d pairs of the two threads' blocks share a slab", shared);
 }
+
+/* Hoard's cache-scratch: the main thread hands a small block to a thread that frees it and then
+ * allocates blocks of the same size. Reused there, the block would share its cache line with
+ * the main thread's neighbours (passive false sharing): it goes back to its slab instead. */
+enum { SCRATCH_N = 300 };
+static void *scratch_given[4], *scratch_got[SCRATCH_N];
+static void *scratch_thread(void *arg) {
+  (void)arg;
+  tp_free(scratch_given[0]);
+  for (int i = 0; i < SCRATCH_N; i++) scratch_got[i] = tp_malloc(16);
+  for (int i = 0; i < SCRATCH_N; i++) tp_free(scratch_got[i]);
+  tp_free(scratch_given[1]); /* 128 B: a line of its own, reused here as before */
+  void *q = tp_malloc(128);
+  int reused = q == scratch_given[1];
+  tp_free(q);
+  return (void *)(intptr_t)reused;
+}
+Test(threads, a_small_block_freed_by_another_thread_is_not_reused_there) {
+  cr_assert(_tp_policy_free_remote(16) && _tp_policy_free_remote(48), "blocks sharing a line are cached by the freeing thread");
+  cr_assert(!_tp_policy_free_remote(64) && !_tp_policy_free_remote(128), "line-sized blocks go back to the slab");
+  scratch_given[0] = tp_malloc(16);
+  scratch_given[1] = tp_malloc(128);
+  void *neighbour = tp_malloc(16); /* the main thread's block next to the given one */
+  pthread_t t;
+  void *reused;
+  pthread_create(&t, NULL, scratch_thread, NULL);
+  pthread_join(t, &reused);
+  for (int i = 0; i < SCRATCH_N; i++)
+    cr_assert_neq(scratch_got[i], scratch_given[0], "the thread handed out the block it freed (malloc %d)", i);
+  cr_assert((intptr_t)reused, "a 128-byte block freed across threads was not reused by the freeing thread");
+  /* The thread's exit returned the remote block to its slab: the main thread gets it again. */
+  int back = 0;
+  void *again[SCRATCH_N];
+  for (int i = 0; i < SCRATCH_N; i++) back += (again[i] = tp_malloc(16)) == scratch_given[0];
+  cr_assert_eq(back, 1, "the block freed by the other thread is %s", back ? "handed out twice" : "lost");
+  for (int i = 0; i < SCRATCH_N; i++) tp_free(again[i]);
+  tp_free(neighbour);
+}

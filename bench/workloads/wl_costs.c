@@ -11,6 +11,12 @@
  * --mode sizes    the same two threads with sizes spread evenly over the powers of two from 4 B
  *                 to 32 KiB (a 1/x distribution, as glibc's thread benchmark draws them): a
  *                 third of the blocks are over 1 KiB.
+ * --mode scratch  Hoard's cache-scratch: the main thread allocates one 8-byte block per thread
+ *                 (neighbours on one cache line) and hands them over; each of two threads frees
+ *                 its block, then --ops times allocates 8 bytes, writes them 1000 times and
+ *                 frees them. An allocator that gives a thread back the block it was handed
+ *                 makes both threads write one line (passive false sharing). ns per
+ *                 malloc + 1000 writes + free.
  * --mode churn    two threads replace random entries of a shared table of --keep blocks of
  *                 16-1024 B (server-style churn: about half the frees cross threads). ns per
  *                 free+malloc, per thread.
@@ -119,6 +125,20 @@ static void *side_by_side(void *arg) {
   return NULL;
 }
 
+static void *scratch_given[2];
+enum { SCRATCH_WRITES = 1000 };
+static void *scratch(void *arg) {
+  free(scratch_given[(uintptr_t)arg]);
+  pthread_barrier_wait(&go);
+  for (unsigned long i = 0; i < n_ops; i++) {
+    volatile char *p = malloc(8);
+    if (!p) wl_die("out of memory at op %lu", i);
+    for (int r = 0; r < SCRATCH_WRITES; r++) p[r & 7] = (char)(p[r & 7] + r);
+    free((void *)p);
+  }
+  return NULL;
+}
+
 static void *churn(void *arg) {
   uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 104729;
   pthread_barrier_wait(&go);
@@ -133,6 +153,9 @@ static void *churn(void *arg) {
 }
 
 static double run_two(void *(*fn)(void *)) {
+  if (fn == scratch)
+    for (int i = 0; i < 2; i++)
+      if (!(scratch_given[i] = malloc(8))) wl_die("out of memory");
   if (fn == churn) {
     table = map_array(n_keep * sizeof *table);
     uint64_t s = wl_seed;
@@ -218,7 +241,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, churn or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, scratch, churn or startup", 's', &mode},
     {"ops", "operations (per thread for threads/churn; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -231,9 +254,10 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "sites")) ns = run_sites(), name = "sites", op = "free+malloc";
   else if (!strcmp(mode, "threads")) ns = run_two(side_by_side), name = "threads", op = "free+malloc";
   else if (!strcmp(mode, "sizes")) log_sizes = 1, ns = run_two(side_by_side), name = "threads-sizes", op = "free+malloc";
+  else if (!strcmp(mode, "scratch")) ns = run_two(scratch), name = "scratch-mt", op = "malloc+1000_writes+free";
   else if (!strcmp(mode, "churn")) ns = run_two(churn), name = "churn-mt", op = "free+malloc";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, churn or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, scratch, churn or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

@@ -120,27 +120,37 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) {
   tp_bin_t *b = &g->bins[c];
   _tp_lock(&b->lock);
+  size_t navail = b->navail;
+  /* Blocks of one batch mostly come from a few slabs: the last slab is tried first. */
+  tp_slab_t *s = NULL;
+  uintptr_t lo = 1, hi = 0;
   for (unsigned i = 0; i < n; i++) {
-    tp_hpage_t *h = _tp_hpage_of(in[i].p);
-    tp_slab_t *s = h->slot_slab[((uintptr_t)in[i].p >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)];
-    uint32_t idx = (uint32_t)((((uintptr_t)in[i].p - s->base) * s->recip) >> 40);
+    uintptr_t a = (uintptr_t)in[i].p;
+    if (a - lo >= hi) {
+      s = _tp_hpage_of(in[i].p)->slot_slab[(a >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)];
+      lo = s->base;
+      hi = (uintptr_t)s->nobj * s->size;
+    }
+    uint32_t idx = (uint32_t)(((a - lo) * s->recip) >> 40);
     s->avail[idx >> 6] |= 1ull << (idx & 63);
     if (idx >> 6 < s->avail_hint) s->avail_hint = idx >> 6;
     s->navail++;
+    navail++;
     /* An empty slab goes back, unless it is the last of a bin in use (kept against
      * thrashing) and holds many objects: an idle bin (a dead thread's group, a site that
      * joined another) keeps none, nor do classes of a few large objects per slab, so that
      * empty slabs do not pin huge pages. */
-    __atomic_store_n(&b->navail, b->navail + 1, __ATOMIC_RELAXED);
     if (s->navail == s->nobj && _tp_policy_release_empty_slab(b->slabs, s->nobj, bin_hot(g, b))) {
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
-      __atomic_store_n(&b->navail, b->navail - s->nobj, __ATOMIC_RELAXED);
+      navail -= s->nobj;
       _tp_run_release(s);
+      lo = 1, hi = 0; /* the record is gone */
       continue;
     }
     if (!s->in_partial) partial_push(b, s);
   }
+  __atomic_store_n(&b->navail, navail, __ATOMIC_RELAXED);
   _tp_unlock(&b->lock);
   _tp_stats_out(-(ptrdiff_t)n * _tp_classes[c].size);
 }

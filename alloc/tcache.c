@@ -310,6 +310,7 @@ void _tp_tcache_postfork(int child) {
     next = tc->next_all;
     if (tc == me) continue;
     add_counters(tc, &dead_nmalloc, &dead_nfree, &dead_bytes, &dead_live_bytes, 1);
+    tc->exited = 1; /* its slabs are the child's to fill from (pick_partial, the free hit) */
   }
   all_list = NULL;
   if (!me->dead) link_all(me);

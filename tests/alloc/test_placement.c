@@ -497,6 +497,8 @@ Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
  * group fill from slabs of their own, so no line of live bytes or of small objects is written
  * by both; a thread that exits leaves its slabs to the next. */
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 enum { SIDE_N = 200 };
 static void *side_blocks[2][SIDE_N];
 static const uintptr_t side_site = 0x700000;
@@ -572,4 +574,36 @@ Test(threads, a_small_block_freed_by_another_thread_is_not_reused_there) {
   cr_assert_eq(back, 1, "the block freed by the other thread is %s", back ? "handed out twice" : "lost");
   for (int i = 0; i < SCRATCH_N; i++) tp_free(again[i]);
   tp_free(neighbour);
+}
+
+/* fork: the child is the only thread left, so slabs the parent's other threads filled from are
+ * the child's to use again (their records are marked exited in the child). */
+static void *fork_block;
+static pthread_barrier_t fork_bar;
+static void *fork_filler(void *arg) {
+  (void)arg;
+  fork_block = tp_malloc(48); /* a class the main thread never uses */
+  pthread_barrier_wait(&fork_bar); /* allocated */
+  pthread_barrier_wait(&fork_bar); /* alive until the child has been forked */
+  return NULL;
+}
+Test(threads, a_fork_child_reuses_the_slabs_of_threads_it_did_not_inherit) {
+  pthread_t t;
+  pthread_barrier_init(&fork_bar, NULL, 2);
+  pthread_create(&t, NULL, fork_filler, NULL);
+  pthread_barrier_wait(&fork_bar);
+  pid_t pid = fork();
+  if (pid == 0) {
+    tp_free(fork_block);
+    _tp_tcache_flush_all(_tp_tc); /* the block is back in its slab */
+    for (int i = 0; i < 200; i++)
+      if (tp_malloc(48) == fork_block) _exit(0);
+    _exit(1);
+  }
+  pthread_barrier_wait(&fork_bar);
+  pthread_join(t, NULL);
+  int st = 0;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+            "the child never got the block back: the slab stayed the dead thread's (status %d)", st);
 }

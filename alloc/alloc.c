@@ -82,7 +82,7 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
     tp_tbin_t *hb = tc->groups[h]->bins[c];
     uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
     int donor = hg != NULL && _tp_policy_adopt_donor(h != g && hg->site != 0, atomic_load(&hg->alias) != 0,
-                                                     _tp_tbin_count(hb), hb->cap, atomic_load(&hg->slab_bytes),
+                                                     _tp_tbin_count(hb), _tp_classes[c].tcache_cap, atomic_load(&hg->slab_bytes),
                                                      _tp_opt.exclusive_bytes, now - atomic_load(&hg->last_refill));
     if (!donor) {
       atomic_store_explicit(&grp->votes, 0, memory_order_relaxed);
@@ -144,7 +144,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   tp_entry_t e;
   if (b != NULL) {
     if (b->top == b->e) {
-      unsigned want = b->cap / 2 ? b->cap / 2 : 1;
+      unsigned cap = _tp_classes[c].tcache_cap, want = cap / 2 ? cap / 2 : 1;
       /* The group's last refill, to within 8 refills: threads refilling from one group do not
        * write its line at every refill. */
       uint64_t now = atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1;
@@ -153,7 +153,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
         atomic_store_explicit(last, now, memory_order_relaxed);
       /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
        * otherwise share lines across threads; just what is wanted for the larger ones. */
-      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want, b->cap >= 64 ? b->cap : want);
+      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want, cap >= 64 ? cap : want);
       if (n == 0) return enomem();
       /* The cache pops from the top: reverse the batch so blocks come out in address order. */
       for (unsigned i = 0, j = n - 1; i < j; i++, j--) {

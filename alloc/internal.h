@@ -41,7 +41,8 @@ typedef struct tp_class_s {
   uint32_t nobj;   /* objects per slab */
   uint8_t nslots;  /* slab length in 64 KiB slots */
   uint8_t nwords;  /* bitmap words */
-  uint16_t tcache_cap;
+  uint16_t tcache_cap;   /* a refill takes half of it (small classes: whole bitmap words up to it) */
+  uint16_t tcache_limit; /* freed blocks a thread's bin holds before half go back (>= tcache_cap) */
   uint64_t recip;  /* (off * recip) >> 40 == off / size for off < 2 MiB */
 } tp_class_t;
 

@@ -23,6 +23,11 @@ void _tp_classes_init(void) {
     /* Thread caches hold more of the small, frequent classes, and none above 64 KiB: a freed
      * block that large, parked in a cache, would pin a whole slab run of its own. */
     k->tcache_cap = k->size <= 1024 ? 64 : k->size <= 16384 ? 16 : k->size <= 65536 ? 4 : 0;
+    /* Freed kilobyte blocks are kept up to 256 KiB a bin (64 at most): a program that
+     * allocates a batch of them and frees it again (a request's buffers, a pass's nodes) then
+     * cycles through its cache instead of through the slabs; refills stay tcache_cap / 2. */
+    uint32_t lim = k->size <= 1024 || k->tcache_cap == 0 ? k->tcache_cap : (uint32_t)((256u << 10) / k->size);
+    k->tcache_limit = (uint16_t)(lim > 64 ? 64 : lim < k->tcache_cap ? k->tcache_cap : lim);
   }
   for (unsigned i = 0; i <= TP_FAST_MAX / 16; i++) _tp_fast_class[i] = (uint8_t)_tp_class_of(i ? i * 16 : 1);
   for (unsigned i = TP_FAST_SMALL_N; i < TP_FAST_N; i++) _tp_fast_class[i] = (uint8_t)(TP_FAST_CLASS_1K + 1 + i - TP_FAST_SMALL_N);

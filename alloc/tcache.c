@@ -162,7 +162,7 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
   if (tg == &empty_tgroup) return NULL;
   tp_tbin_t *b = tg->bins[c];
   if (!real_bin(b)) {
-    unsigned cap = _tp_classes[c].tcache_cap;
+    unsigned cap = _tp_classes[c].tcache_limit;
     if (cap == 0) return NULL; /* not cached: callers go to the slab directly */
     b = _tp_meta_alloc(sizeof *b + cap * sizeof(tp_entry_t));
     if (b == NULL) return NULL;

@@ -229,3 +229,29 @@ Test(start_small, a_sparse_start_page_is_collapsed_once_its_free_room_is_1_32_of
   for (int i = 0; i < N; i++) tp_free(big[i]);
   tp_free(small);
 }
+
+Test(sentinel, a_batch_of_kilobyte_blocks_freed_and_allocated_again_cycles_through_the_cache) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    const tp_class_t *k = &_tp_classes[c];
+    cr_assert_geq(k->tcache_limit, k->tcache_cap, "class %u: the bin holds less than a refill's cap", k->size);
+    cr_assert_leq(k->tcache_limit, 64);
+    if (k->size > 1024 && k->tcache_limit > k->tcache_cap)
+      cr_assert_leq((size_t)k->tcache_limit * k->size, (size_t)256 << 10, "class %u holds over 256 KiB", k->size);
+  }
+  enum { N = 48 };
+  void *a[N], *b[N];
+  for (int i = 0; i < N; i++) a[i] = tp_malloc(4096);
+  tp_slab_t *s = _tp_slab_of(a[0]);
+  tp_tbin_t *bin = _tp_tc->groups[s->group]->bins[s->cls];
+  unsigned before = _tp_tbin_count(bin);
+  for (int i = 0; i < N; i++) tp_free(a[i]);
+  cr_assert_eq(_tp_tbin_count(bin), before + N, "the bin sent freed blocks back to the slabs (holds %u of %u)",
+               _tp_tbin_count(bin) - before, N);
+  for (int i = 0; i < N; i++) b[i] = tp_malloc(4096);
+  cr_assert_eq(_tp_tbin_count(bin), before, "the blocks did not come off the bin");
+  int same = 0;
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) same += b[i] == a[j];
+  cr_assert_eq(same, N, "only %d of %d blocks came back from the thread's cache", same, N);
+  for (int i = 0; i < N; i++) tp_free(b[i]);
+}

@@ -405,8 +405,22 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
     return NULL;
   }
   if (_tp_policy_realloc_keeps(s->kind == TP_SLAB_SMALL, old, size)) return p;
-  void *q = _tp_alloc(size, 0, g < 0 ? s->group : (unsigned)g, 0);
-  if (q == NULL) return NULL;
+  unsigned grp = g < 0 ? s->group : (unsigned)g;
+  void *q = NULL;
+  /* The malloc hit on the group's own bins (the thread's static empty ones before it used the
+   * group, and always empty for an ordered group); a group destroyed since is a miss. */
+  tp_tgroup_t *tg = _tp_tc->groups[grp];
+  if (size <= TP_FAST_BIG && tg->gen == atomic_load_explicit(&_tp_groups[grp]->gen, memory_order_relaxed)) {
+    tp_tbin_t *b = tg->fast[_tp_fast_index(size)];
+    tp_entry_t *top = b->top;
+    if (top != b->lo) {
+      b->top = --top;
+      b->nalloc++;
+      mark_live(*top);
+      q = top->p;
+    }
+  }
+  if (q == NULL && (q = _tp_alloc(size, 0, grp, 0)) == NULL) return NULL;
   memcpy(q, p, old < size ? old : size);
   tp_free(p);
   return q;

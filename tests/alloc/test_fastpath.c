@@ -255,3 +255,51 @@ Test(sentinel, a_batch_of_kilobyte_blocks_freed_and_allocated_again_cycles_throu
   cr_assert_eq(same, N, "only %d of %d blocks came back from the thread's cache", same, N);
   for (int i = 0; i < N; i++) tp_free(b[i]);
 }
+
+/* realloc takes the malloc hit on the block's group bins, but never from a group destroyed since
+ * the thread cached its blocks (the id may be a new group's by then). */
+static tp_group_t *recreated;
+static void *recreated_blocks[40];
+static void *alloc_in_recreated(void *arg) {
+  (void)arg;
+  for (int k = 0; k < 40; k++) recreated_blocks[k] = tp_group_malloc(recreated, 40);
+  return NULL;
+}
+Test(sentinel, realloc_into_a_recreated_group_never_returns_a_destroyed_groups_block) {
+  enum { N = 40 };
+  tp_group_t *g = tp_group_create("old");
+  unsigned id = g->id;
+  void *old[N];
+  for (int i = 0; i < N; i++) old[i] = tp_group_malloc(g, 100);
+  for (int i = 0; i < N; i++) tp_free(old[i]); /* cached in this thread's bin of g */
+  tp_group_destroy(g);
+  tp_group_t *g2 = tp_group_create("new");
+  cr_assert_eq(g2->id, id, "the new group did not take the destroyed one's id");
+  /* Blocks of the new group from another thread: this thread has not used it, so only the
+   * realloc looks at its stale bins. */
+  recreated = g2;
+  pthread_t t;
+  pthread_create(&t, NULL, alloc_in_recreated, NULL);
+  pthread_join(t, NULL);
+  for (int k = 0; k < N; k++) {
+    void *q = tp_realloc(recreated_blocks[k], 100);
+    cr_assert_not_null(q);
+    for (int i = 0; i < N; i++) cr_assert_neq(q, old[i], "realloc handed out a block of the destroyed group");
+    cr_assert(tp_owns(q));
+  }
+  tp_group_destroy(g2);
+}
+
+Test(sentinel, realloc_into_a_cached_class_pops_the_groups_bin) {
+  void *warm = tp_malloc(100), *p = tp_malloc(40);
+  tp_slab_t *s = _tp_slab_of(warm);
+  tp_tbin_t *b = _tp_tc->groups[s->group]->bins[s->cls];
+  unsigned before = _tp_tbin_count(b);
+  cr_assert_gt(before, 0, "the 112-byte bin is empty after a malloc(100)");
+  uint64_t pops = b->nalloc;
+  void *q = tp_realloc(p, 100);
+  cr_assert_eq(b->nalloc, pops + 1, "realloc did not take a block off the bin");
+  cr_assert_eq(_tp_tbin_count(b), before - 1);
+  tp_free(q);
+  tp_free(warm);
+}

@@ -448,6 +448,12 @@ static inline int pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
 /* Alignments up to 16 are every block's: the malloc hit serves them. */
 static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
   if (alignment <= 16) return malloc_ra(size, ra);
+  /* Up to 64 KiB, a class whose size is a multiple of the alignment is aligned by itself (slabs
+   * start on 64 KiB): the malloc hit of the rounded size. */
+  if (alignment <= TP_PAGE && size <= TP_FAST_BIG) {
+    size_t r = (size + alignment - 1) & ~(alignment - 1);
+    if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);
+  }
   tp_tcache_t *tc = _tp_tcache_get();
   return _tp_alloc(size, alignment, group_for(tc, ra, size), 0);
 }

@@ -99,6 +99,25 @@ Test(api, alignments_up_to_4_mib_hold_for_every_entry_point) {
   tp_free(p);
 }
 
+/* Up to 64 KiB an aligned request takes the malloc hit of its size rounded to the alignment:
+ * every size there, densely, for every alignment that path takes. */
+Test(api, aligned_blocks_up_to_64_kib_are_aligned_and_hold_their_size) {
+  for (size_t al = 32; al <= 4096; al *= 2) {
+    for (size_t n = 1; n <= 65536 + 64; n += n < 4096 ? 1 : 61) {
+      void *p[5]; /* held together: not the same block each time */
+      for (int k = 0; k < 5; k++) {
+        p[k] = tp_aligned_alloc(al, n);
+        cr_assert_not_null(p[k]);
+        cr_assert_eq((uintptr_t)p[k] % al, 0, "aligned_alloc(%zu, %zu) = %p", al, n, p[k]);
+        cr_assert_geq(tp_malloc_usable_size(p[k]), n, "aligned_alloc(%zu, %zu): %zu usable", al, n,
+                      tp_malloc_usable_size(p[k]));
+        memset(p[k], 0xa5, n);
+      }
+      for (int k = 0; k < 5; k++) tp_free(p[k]);
+    }
+  }
+}
+
 Test(api, posix_memalign_rejects_bad_alignments_with_einval) {
   void *p = (void *)0x1;
   cr_assert_eq(tp_posix_memalign(&p, 0, 8), EINVAL);

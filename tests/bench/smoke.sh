@@ -39,6 +39,16 @@ grep -q '^tlbbench: done in' "$out/both" || fail "no 'done' line"
 grep -q "tlbsim not found at /nonexistent/tlbsim" "$out/err3" || fail "missing tlbsim not reported"
 grep -q "simulator columns" "$out/res2/summary.md" || fail "missing tlbsim not listed in summary.md"
 grep -q '^chase,glibc,' "$out/res2/summary.csv" || fail "timed cell dropped without tlbsim"
+# the cost workloads run under every allocator they are given (two threads; malloc + 1000
+# writes + free per round for scratch-mt), each run's status 0 and a time
+"$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads threads-sizes,scratch-mt --allocators jemalloc,tlbpack \
+  --out "$out/res4" >/dev/null 2>"$out/err" || fail "tlbbench (cost workloads) exited $?"
+for w in threads-sizes scratch-mt; do
+  for a in jemalloc tlbpack; do
+    awk -F, -v w=$w -v a=$a '$1==w && $2==a && $4==0 && $6+0 > 0 { ok = 1 } END { exit !ok }' "$out/res4/runs.csv" \
+      || fail "no successful $w x $a run with a time in runs.csv"
+  done
+done
 # bad input: a clear message, exit 2
 "$build/tlbbench" --allocators jemallox >/dev/null 2>"$out/err2"; rc=$?
 [ $rc = 2 ] && grep -q "unknown allocator 'jemallox'" "$out/err2" || fail "bad allocator name: rc $rc"

@@ -473,6 +473,7 @@ typedef struct tp_mixed_s {
 } tp_mixed_t;
 #define TP_MIXED_SITES 16 /* split sites a thread keeps mixed bins for; others share slots */
 
+#define TP_BIG_BINS 64
 #define TP_SITE_CACHE 128
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
@@ -481,6 +482,8 @@ typedef struct tp_tcache_s {
   uint8_t owns_thread_group;
   uint8_t dead;          /* the static records: never caches (exited thread), or not started */
   uint8_t exited;        /* its thread has exited (the record waits for a new thread) */
+  uint16_t big_bins;     /* bins created with a class's tcache_limit above its tcache_cap
+                          * (at most TP_BIG_BINS: a thread holds at most 16 MiB that way) */
   int mode;
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
   /* counters of what bypasses the bins (medium, large, arena, uncached classes),

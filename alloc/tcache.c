@@ -61,8 +61,10 @@ static void reset_record(tp_tcache_t *tc) {
   tp_mixed_t *mixed[TP_MIXED_SITES];
   memcpy(keep, tc->groups, sizeof keep);
   memcpy(mixed, tc->mixed, sizeof mixed);
+  uint16_t big = tc->big_bins; /* counts the kept bins */
   memset(tc, 0, sizeof *tc);
   memcpy(tc->groups, keep, sizeof keep);
+  tc->big_bins = big;
   for (unsigned i = 0; i < TP_MIXED_SITES; i++)
     if ((tc->mixed[i] = mixed[i]) != NULL) mixed_clear(mixed[i]);
   for (unsigned i = 0; i < TP_SITE_CACHE; i++) tc->site[i] = (tp_site_slot_t){1, empty_tgroup.fast};
@@ -164,6 +166,10 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
   if (!real_bin(b)) {
     unsigned cap = _tp_classes[c].tcache_limit;
     if (cap == 0) return NULL; /* not cached: callers go to the slab directly */
+    if (cap > _tp_classes[c].tcache_cap && tbin_limit(tc, g, cap) != 0) { /* up to TP_BIG_BINS such bins */
+      if (tc->big_bins < TP_BIG_BINS) tc->big_bins++;
+      else cap = _tp_classes[c].tcache_cap;
+    }
     b = _tp_meta_alloc(sizeof *b + cap * sizeof(tp_entry_t));
     if (b == NULL) return NULL;
     b->cap = cap;

@@ -303,3 +303,20 @@ Test(sentinel, realloc_into_a_cached_class_pops_the_groups_bin) {
   tp_free(q);
   tp_free(warm);
 }
+
+/* The kilobyte bins that keep up to 256 KiB are bounded per thread: after TP_BIG_BINS of them
+ * (groups x classes), a new one keeps its class's tcache_cap only. */
+Test(sentinel, a_thread_has_at_most_TP_BIG_BINS_large_kilobyte_bins) {
+  unsigned big = 0, small = 0;
+  for (int k = 0; k < 3 * TP_BIG_BINS; k++) {
+    tp_group_t *g = tp_group_create("k");
+    void *p = tp_group_malloc(g, 4096);
+    tp_slab_t *s = _tp_slab_of(p);
+    tp_tbin_t *b = _tp_tc->groups[s->group]->bins[s->cls];
+    if (b->cap > _tp_classes[s->cls].tcache_cap) big++;
+    else small++;
+    tp_free(p);
+  }
+  cr_assert_eq(big, TP_BIG_BINS, "%u bins of 4 KiB blocks keep more than tcache_cap", big);
+  cr_assert_eq(small, 2 * TP_BIG_BINS);
+}

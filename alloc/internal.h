@@ -424,7 +424,8 @@ typedef struct tp_tbin_s {
   tp_entry_t *lo;        /* e: the malloc hit compares top with it (one memory operand) */
   uint64_t nalloc;       /* pops: stats */
   int64_t out;           /* blocks filled into the bin minus blocks flushed out: stats (the
-                          * bin's live blocks are out - count, its frees nalloc - that) */
+                          * bin's live blocks are out - count, its frees nalloc - that; a
+                          * remote bin's only goes down and is never read) */
   uint32_t cap, cls;
   tp_entry_t e[];
 } tp_tbin_t;

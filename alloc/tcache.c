@@ -159,6 +159,17 @@ tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned
   return m->fast;
 }
 
+/* An empty bin of class c with room for cap entries, caching up to limit of them. */
+static tp_tbin_t *bin_new(unsigned c, unsigned cap, unsigned limit) {
+  tp_tbin_t *b = _tp_meta_alloc(sizeof *b + cap * sizeof(tp_entry_t));
+  if (b == NULL) return NULL;
+  b->cap = cap;
+  b->cls = c;
+  b->top = b->lo = b->e;
+  b->end = b->e + limit;
+  return b;
+}
+
 tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
   tp_tgroup_t *tg = tgroup_get(tc, g);
   if (tg == &empty_tgroup) return NULL;
@@ -170,12 +181,7 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
       if (tc->big_bins < TP_BIG_BINS) tc->big_bins++;
       else cap = _tp_classes[c].tcache_cap;
     }
-    b = _tp_meta_alloc(sizeof *b + cap * sizeof(tp_entry_t));
-    if (b == NULL) return NULL;
-    b->cap = cap;
-    b->cls = c;
-    b->top = b->lo = b->e;
-    b->end = b->e + tbin_limit(tc, g, cap);
+    if ((b = bin_new(c, cap, tbin_limit(tc, g, cap))) == NULL) return NULL;
     tg->bins[c] = b;
     for (unsigned i = _tp_fast_lo[c]; i < _tp_fast_end[c]; i++) tg->fast[i] = b;
   }
@@ -195,34 +201,17 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
   b->out -= n;
 }
 
-static void remote_flush(tp_tgroup_t *tg, unsigned g, unsigned c, tp_tbin_t *r) {
-  unsigned n = _tp_tbin_count(r);
-  if (n == 0) return;
-  if (tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, r->e, n);
-  else _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[c].size); /* dropped with the group */
-  r->top = r->e;
-}
-
 void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) {
   tp_tgroup_t *tg = tgroup_get(tc, g);
   tp_tbin_t *r = tg == &empty_tgroup ? NULL : tg->remote[c];
-  if (r == NULL && tg != &empty_tgroup && _tp_classes[c].tcache_cap) {
-    unsigned cap = _tp_classes[c].tcache_cap;
-    r = _tp_meta_alloc(sizeof *r + cap * sizeof(tp_entry_t));
-    if (r) {
-      r->cap = cap;
-      r->cls = c;
-      r->top = r->lo = r->e;
-      r->end = r->e + cap;
-      tg->remote[c] = r;
-    }
-  }
+  unsigned cap = _tp_classes[c].tcache_cap;
+  if (r == NULL && tg != &empty_tgroup && cap && (r = bin_new(c, cap, cap)) != NULL) tg->remote[c] = r;
   if (r == NULL) {
     _tp_bin_flush(_tp_groups[g], c, &e, 1);
     return;
   }
   *r->top++ = e;
-  if (r->top == r->end) remote_flush(tg, g, c, r);
+  if (r->top == r->end) _tp_tbin_flush(tc, g, c, r, 0);
 }
 
 void _tp_tcache_flush_all(tp_tcache_t *tc) {
@@ -231,7 +220,7 @@ void _tp_tcache_flush_all(tp_tcache_t *tc) {
     if (tg == &empty_tgroup) continue;
     for (unsigned c = 0; c < TP_NCLASSES; c++) {
       if (real_bin(tg->bins[c])) _tp_tbin_flush(tc, g, c, tg->bins[c], 0);
-      if (tg->remote[c]) remote_flush(tg, g, c, tg->remote[c]);
+      if (tg->remote[c]) _tp_tbin_flush(tc, g, c, tg->remote[c], 0);
     }
   }
 }

@@ -65,6 +65,20 @@ static inline void count_free(tp_tcache_t *tc, size_t sz) {
   tc->live_bytes -= (ptrdiff_t)sz;
 }
 
+/* The malloc hit's pop: the top block of a bin known not to be empty, handed out. */
+static inline void *tbin_pop(tp_tbin_t *b, tp_entry_t *top) {
+  b->top = --top;
+  b->nalloc++;
+  mark_live(*top);
+  return top->p;
+}
+
+/* How many blocks a bin's refill asks for (half its class's cap). */
+static inline unsigned refill_want(unsigned c) {
+  unsigned cap = _tp_classes[c].tcache_cap;
+  return cap / 2 ? cap / 2 : 1;
+}
+
 static void *enomem(void) {
   errno = ENOMEM;
   return NULL;
@@ -118,8 +132,7 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
                                               _tp_classes[c].size);
       else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
         tp_bin_t *own = &_tp_groups[g]->bins[c], *sh = &_tp_groups[TP_SHARED_GROUP]->bins[c];
-        unsigned want = _tp_classes[c].tcache_cap / 2 ? _tp_classes[c].tcache_cap / 2 : 1;
-        if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), want,
+        if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c),
                                      __atomic_load_n(&sh->navail, __ATOMIC_RELAXED),
                                      __atomic_load_n(&sh->slabs, __ATOMIC_RELAXED), _tp_classes[c].nobj))
           g = TP_SHARED_GROUP;
@@ -144,7 +157,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   tp_entry_t e;
   if (b != NULL) {
     if (b->top == b->e) {
-      unsigned cap = _tp_classes[c].tcache_cap, want = cap / 2 ? cap / 2 : 1;
+      unsigned cap = _tp_classes[c].tcache_cap, want = refill_want(c);
       /* The group's last refill, to within 8 refills: threads refilling from one group do not
        * write its line at every refill. */
       uint64_t now = atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1;
@@ -374,12 +387,7 @@ static inline void *malloc_ra(size_t size, uintptr_t ra) {
   tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
   tp_tbin_t *b = st->bins[i];
   tp_entry_t *top = b->top;
-  if (TP_LIKELY(st->ra == ra && top != b->lo)) {
-    b->top = --top;
-    b->nalloc++;
-    mark_live(*top);
-    return top->p;
-  }
+  if (TP_LIKELY(st->ra == ra && top != b->lo)) return tbin_pop(b, top);
   return malloc_generic(size, ra, 0);
 }
 
@@ -412,13 +420,7 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
   tp_tgroup_t *tg = _tp_tc->groups[grp];
   if (size <= TP_FAST_BIG && tg->gen == atomic_load_explicit(&_tp_groups[grp]->gen, memory_order_relaxed)) {
     tp_tbin_t *b = tg->fast[_tp_fast_index(size)];
-    tp_entry_t *top = b->top;
-    if (top != b->lo) {
-      b->top = --top;
-      b->nalloc++;
-      mark_live(*top);
-      q = top->p;
-    }
+    if (b->top != b->lo) q = tbin_pop(b, b->top);
   }
   if (q == NULL && (q = _tp_alloc(size, 0, grp, 0)) == NULL) return NULL;
   memcpy(q, p, old < size ? old : size);

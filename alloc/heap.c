@@ -141,7 +141,7 @@ static void promote_start_pages(size_t backed) {
   for (unsigned i = 0; i < nstart_pages; i++) {
     tp_hpage_t *h = start_pages[i];
     if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE) continue;
-    if (!_tp_policy_promote_start(h->nused, backed * TP_HPAGE, _tp_opt.start_bytes)) continue;
+    if (!_tp_policy_promote_start(h->nused, backed * TP_HPAGE)) continue;
     h->start = 0;
     if (_tp_os_hooks.promote((void *)h->addr) != 0) continue;
     _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;

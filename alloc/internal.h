@@ -72,7 +72,7 @@ typedef struct tp_options_s {
   size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
   int gpages;                 /* TP_GPAGES_*: 1 GiB pool pages when a 1 GiB pool exists */
   size_t gpage_bytes;         /* ... once the heap's backed hpages reach this many bytes */
-    char regions_path[TP_OPT_PATH];
+  char regions_path[TP_OPT_PATH];
   char plan_path[TP_OPT_PATH];     /* plan:FILE (plan.c) */
   char profile_path[TP_OPT_PATH];  /* profile:FILE, the allocation log of libtlbpack-profile.so */
 } tp_options_t;
@@ -124,7 +124,7 @@ int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
  * threads replacing each other's entries of 16-1024 B: 49 ns per op against 63). */
 static inline int _tp_policy_free_remote(uint32_t size) { return size < 64; } /* inline: the free hit asks */
 
-int _tp_policy_promote_start(unsigned nused, size_t backed_bytes, size_t start_bytes) TP_INTERNAL;
+int _tp_policy_promote_start(unsigned nused, size_t backed_bytes) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
 int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;
@@ -455,7 +455,7 @@ typedef struct tp_tgroup_s {
   /* Blocks this thread freed from slabs another thread fills from: never handed out here,
    * returned to their slabs a batch at a time (created on first use; NULL before). */
   tp_tbin_t *remote[TP_NCLASSES];
-  tp_tbin_t *fast[TP_FAST_N]; /* bins by (size + 15) / 16: malloc needs no class lookup */
+  tp_tbin_t *fast[TP_FAST_N]; /* bins by _tp_fast_index(size): malloc needs no class lookup */
   uint32_t gen;
 } tp_tgroup_t;
 
@@ -466,7 +466,7 @@ typedef struct tp_site_slot_s {
   tp_tbin_t **bins;
 } tp_site_slot_t;
 
-/* A split site's bins by size in one thread: entry (size + 15) / 16 is the bin of the group
+/* A split site's bins by size in one thread: entry _tp_fast_index(size) is the bin of the group
  * that size's class goes to (group_for), so one site slot serves every class of a wrapper. */
 typedef struct tp_mixed_s {
   uintptr_t ra;

@@ -89,8 +89,7 @@ int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avai
  * first, often its hottest data (the index workload: 20 of 32 slots used, 170 hot 4 KiB pages
  * beside 11 huge pages; redis with 632 k keys: 40 kB on 10 pages). The four start pages add
  * at most 1/8 to the heap this way, and nothing once they are 3/4 full. */
-int _tp_policy_promote_start(unsigned nused, size_t backed_bytes, size_t start_bytes) {
-  (void)start_bytes;
+int _tp_policy_promote_start(unsigned nused, size_t backed_bytes) {
   if (nused >= TP_SLOTS * 3 / 4) return 1;
   return nused > 0 && (size_t)(TP_SLOTS - nused) * TP_SLOT * 32 <= backed_bytes;
 }

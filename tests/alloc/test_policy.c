@@ -120,13 +120,13 @@ Test(policy, site_class_keys_name_the_site_and_the_class_apart_from_the_whole_si
 
 Test(policy, a_start_page_is_collapsed_when_3_4_full_or_when_its_free_room_is_1_32_of_the_heap) {
   size_t start = (size_t)8 << 20, slot = (size_t)64 << 10;
-  cr_assert(_tp_policy_promote_start(24, start + (2u << 20), start));
-  cr_assert_not(_tp_policy_promote_start(23, start + (2u << 20), start));
-  cr_assert_not(_tp_policy_promote_start(20, 12 * slot * 32 - 1, start), "768 KiB free on a heap under 24 MiB");
-  cr_assert(_tp_policy_promote_start(20, 12 * slot * 32, start), "768 KiB free on a 24 MiB heap");
-  cr_assert_not(_tp_policy_promote_start(1, 31 * slot * 32 - 1, start));
-  cr_assert(_tp_policy_promote_start(1, 31 * slot * 32, start), "a sparse page once the heap is 62 MiB");
-  cr_assert_not(_tp_policy_promote_start(0, (size_t)1 << 40, start), "an empty one is not collapsed");
+  cr_assert(_tp_policy_promote_start(24, start + (2u << 20)));
+  cr_assert_not(_tp_policy_promote_start(23, start + (2u << 20)));
+  cr_assert_not(_tp_policy_promote_start(20, 12 * slot * 32 - 1), "768 KiB free on a heap under 24 MiB");
+  cr_assert(_tp_policy_promote_start(20, 12 * slot * 32), "768 KiB free on a 24 MiB heap");
+  cr_assert_not(_tp_policy_promote_start(1, 31 * slot * 32 - 1));
+  cr_assert(_tp_policy_promote_start(1, 31 * slot * 32), "a sparse page once the heap is 62 MiB");
+  cr_assert_not(_tp_policy_promote_start(0, (size_t)1 << 40), "an empty one is not collapsed");
 }
 
 Test(policy, a_thread_shares_another_threads_slab_only_once_the_bin_has_2_partial_slabs) {

@@ -242,7 +242,7 @@ static double run_startup(void) {
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
     {"mode", "sites, threads, sizes, scratch, churn or startup", 's', &mode},
-    {"ops", "operations (per thread for threads/churn; runs for startup)", 'u', &n_ops},
+    {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
     {"prog", "startup: the command, argv words split on ',' ('_' = a space)", 's', &prog},

@@ -160,7 +160,13 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       unsigned cap = _tp_classes[c].tcache_cap, want = refill_want(c);
       /* The group's last refill, to within 8 refills: threads refilling from one group do not
        * write its line at every refill. */
-      uint64_t now = atomic_fetch_add_explicit(&_tp_refill_clock, 1, memory_order_relaxed) + 1;
+      uint64_t now;
+      if (++tc->refills >= TP_CLOCK_BATCH) {
+        now = atomic_fetch_add_explicit(&_tp_refill_clock, tc->refills, memory_order_relaxed) + tc->refills;
+        tc->refills = 0;
+      } else {
+        now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+      }
       _Atomic uint64_t *last = &_tp_groups[g]->last_refill;
       if (now - atomic_load_explicit(last, memory_order_relaxed) >= 8)
         atomic_store_explicit(last, now, memory_order_relaxed);

@@ -18,6 +18,19 @@
 
 tp_block_t *_tp_map[TP_MAP_ENTRIES];
 tp_lock_t _tp_heap_lock = TP_LOCK_INIT;
+
+/* A held lock: up to TP_LOCK_SPINS tries a pause apart (a few microseconds, longer than any
+ * critical section here), then a sleep in pthread_mutex_lock. */
+#define TP_LOCK_SPINS 128
+void _tp_lock_contended(tp_lock_t *l) {
+  for (int i = 0; i < TP_LOCK_SPINS; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (pthread_mutex_trylock(l) == 0) return;
+  }
+  pthread_mutex_lock(l);
+}
 tp_heap_counters_t _tp_heap_ctr;
 
 #define TP_MAX_CHUNKS 256
@@ -416,7 +429,8 @@ static void free_large(tp_hpage_t *h, size_t n) {
 /* ---- runs ---------------------------------------------------------------------------- */
 /* Whether a group that now holds `bytes` of slot runs gets hpages of its own (heap lock). */
 static int becomes_exclusive(const tp_group_t *g, size_t bytes) {
-  return _tp_policy_exclusive(g->exclusive, bytes, _tp_opt.exclusive_bytes, _tp_opt.group);
+  return _tp_policy_exclusive(g->exclusive, bytes, _tp_opt.exclusive_bytes, _tp_opt.group,
+                              g->site != 0 && _tp_key_class(g->site) >= 0);
 }
 
 const uint8_t _tp_no_live[1];

@@ -112,7 +112,8 @@ _Noreturn void _tp_fatal(const char *fmt, ...) TP_INTERNAL __attribute__((format
 /* ---- decisions (policy.c): pure functions of plain values ---------------------------- */
 uint32_t _tp_policy_site_demand(uint32_t demand, uint64_t *stamp, uint64_t now) TP_INTERNAL;
 int _tp_policy_site_grows_up(uint32_t demand, size_t bytes) TP_INTERNAL;
-int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode) TP_INTERNAL;
+int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode,
+                         int split_class) TP_INTERNAL;
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) TP_INTERNAL;
 int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
 int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
@@ -135,7 +136,13 @@ int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned 
 /* ---- locks --------------------------------------------------------------------------- */
 typedef pthread_mutex_t tp_lock_t;
 #define TP_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
-static inline void _tp_lock(tp_lock_t *l) { pthread_mutex_lock(l); }
+void _tp_lock_contended(tp_lock_t *l) TP_INTERNAL;
+/* A free lock is one locked instruction; a held one is spun on briefly before the thread
+ * sleeps (_tp_lock_contended): the critical sections are a few hundred instructions, and a
+ * futex sleep and wake-up cost far more than that. */
+static inline void _tp_lock(tp_lock_t *l) {
+  if (__builtin_expect(pthread_mutex_trylock(l) != 0, 0)) _tp_lock_contended(l);
+}
 static inline void _tp_unlock(tp_lock_t *l) { pthread_mutex_unlock(l); }
 static inline void _tp_lock_reinit(tp_lock_t *l) { pthread_mutex_init(l, NULL); }
 
@@ -326,6 +333,9 @@ struct tp_group_s {
 extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
 extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 #define TP_IDLE_REFILLS 64 /* a site group that has not refilled in this many refills is idle */
+/* Each thread adds its refills to the clock TP_CLOCK_BATCH at a time: threads refilling side by
+ * side do not write its line at every refill (the clock is read to within a few batches). */
+#define TP_CLOCK_BATCH 8
 #define TP_ADOPT_VOTES 4
 extern tp_group_t _tp_shared_group TP_INTERNAL;
 void _tp_groups_init(void) TP_INTERNAL;
@@ -485,6 +495,7 @@ typedef struct tp_tcache_s {
   uint8_t exited;        /* its thread has exited (the record waits for a new thread) */
   uint16_t big_bins;     /* bins created with a class's tcache_limit above its tcache_cap
                           * (at most TP_BIG_BINS: a thread holds at most 16 MiB that way) */
+  uint8_t refills;       /* refills not yet added to _tp_refill_clock (up to TP_CLOCK_BATCH) */
   int mode;
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
   /* counters of what bypasses the bins (medium, large, arena, uncached classes),

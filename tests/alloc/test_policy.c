@@ -35,10 +35,17 @@ Test(policy, demand_halves_every_64_refills_of_the_process_and_vanishes) {
 }
 
 Test(policy, a_group_becomes_exclusive_at_exclusive_kb_except_under_group_none) {
-  cr_assert_not(_tp_policy_exclusive(0, 255 << 10, 256 << 10, TP_GROUP_SITE));
-  cr_assert(_tp_policy_exclusive(0, 256 << 10, 256 << 10, TP_GROUP_SITE));
-  cr_assert_not(_tp_policy_exclusive(1, 1 << 20, 256 << 10, TP_GROUP_SITE), "already exclusive");
-  cr_assert_not(_tp_policy_exclusive(0, 1 << 30, 256 << 10, TP_GROUP_NONE));
+  cr_assert_not(_tp_policy_exclusive(0, 255 << 10, 256 << 10, TP_GROUP_SITE, 0));
+  cr_assert(_tp_policy_exclusive(0, 256 << 10, 256 << 10, TP_GROUP_SITE, 0));
+  cr_assert_not(_tp_policy_exclusive(1, 1 << 20, 256 << 10, TP_GROUP_SITE, 0), "already exclusive");
+  cr_assert_not(_tp_policy_exclusive(0, 1 << 30, 256 << 10, TP_GROUP_NONE, 0));
+}
+
+Test(policy, one_size_class_of_a_wrapper_site_waits_for_four_times_exclusive_kb) {
+  cr_assert_not(_tp_policy_exclusive(0, 256 << 10, 256 << 10, TP_GROUP_SITE, 1));
+  cr_assert_not(_tp_policy_exclusive(0, (1 << 20) - 1, 256 << 10, TP_GROUP_SITE, 1));
+  cr_assert(_tp_policy_exclusive(0, 1 << 20, 256 << 10, TP_GROUP_SITE, 1));
+  cr_assert_not(_tp_policy_exclusive(0, 1 << 30, 256 << 10, TP_GROUP_NONE, 1));
 }
 
 Test(policy, only_the_last_slab_of_a_hot_bin_with_many_objects_is_kept_empty) {

@@ -93,8 +93,8 @@ Test(policy, a_site_borrows_the_shared_groups_holes_only_when_it_would_carve_a_s
   cr_assert(_tp_policy_borrow_shared(31, 32, 2 * 585, 4, 585));
   cr_assert_not(_tp_policy_borrow_shared(32, 32, 2 * 585, 4, 585), "its own slabs can serve the refill");
   cr_assert_not(_tp_policy_borrow_shared(0, 32, 2 * 585 - 1, 4, 585), "less than two slabs of holes");
-  cr_assert_not(_tp_policy_borrow_shared(0, 32, 2 * 585, 9, 585), "holes under a quarter of the room");
-  cr_assert(_tp_policy_borrow_shared(0, 32, 2 * 585, 8, 585));
+  cr_assert_not(_tp_policy_borrow_shared(0, 32, 2 * 585, 33, 585), "holes under a sixteenth of the room");
+  cr_assert(_tp_policy_borrow_shared(0, 32, 2 * 585, 32, 585));
 }
 
 Test(policy, a_site_is_a_wrapper_when_it_spans_4_classes_and_256x_in_size) {

@@ -316,6 +316,34 @@ static void make_empty(tp_hpage_t *h) {
   }
 }
 
+/* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
+ * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that
+ * stopped filling; *owner becomes the lender, whose filler keeps the hpage (heap lock held).
+ * The lender keeps a quarter of the page for when it fills again. Hpages on 4 KiB pages are
+ * not lent: their free slots cost nothing until touched, unlike a huge page's. */
+#define TP_LEND_UPTO (TP_SLOTS * 3 / 4)
+static tp_hpage_t *borrow_idle_room(unsigned n, int *slot, tp_group_t **owner) {
+  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  tp_hpage_t *best = NULL;
+  int best_slot = -1;
+  for (unsigned i = 1; i < TP_MAX_GROUPS; i++) {
+    tp_group_t *g = _tp_groups[i];
+    if (g == NULL || g->filler.hpages == 0 ||
+        !_tp_policy_lend(g->explicit_, g->exclusive, now - atomic_load_explicit(&g->last_refill, memory_order_relaxed)))
+      continue;
+    for (int used = TP_LEND_UPTO - (int)n; used >= 0 && (best == NULL || used > (int)best->nused); used--)
+      for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
+        int s = h->source == TP_SRC_4K ? -1 : _tp_slots_find_run(h->used_mask, n);
+        if (s >= 0) {
+          best = h, best_slot = s, *owner = g;
+          break;
+        }
+      }
+  }
+  *slot = best_slot;
+  return best;
+}
+
 /* Carves a run of n slots for group g (heap lock held). Returns the slot run's address, fills
  * *hp_out and *slot_out, and sets *zeroed when the memory is known to be zero. */
 static void *alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigned *slot_out, int *zeroed) {
@@ -328,6 +356,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigne
     h = y;
   else
     h = _tp_filler_pick(&owner->filler, n, &slot);
+  if (h == NULL && owner == &_tp_shared_group) h = borrow_idle_room(n, &slot, &owner);
   if (h == NULL) {
     h = get_hpage();
     if (h == NULL) return NULL;

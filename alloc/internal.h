@@ -117,6 +117,7 @@ int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_byte
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) TP_INTERNAL;
 int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
 int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
+int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTERNAL;
 /* A block freed by a thread that does not fill from its slab goes back to the slab (through
  * the thread's remote bin) rather than into its cache, when blocks of its size share cache
  * lines: reused by this thread, it would share a line with blocks the filling thread writes
@@ -337,6 +338,7 @@ extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
  * side do not write its line at every refill (the clock is read to within a few batches). */
 #define TP_CLOCK_BATCH 8
 #define TP_ADOPT_VOTES 4
+#define TP_LEND_REFILLS 256 /* an exclusive group that has not refilled in this many lends its room */
 extern tp_group_t _tp_shared_group TP_INTERNAL;
 void _tp_groups_init(void) TP_INTERNAL;
 /* The group of allocation site `site`; *young is set while the site allocates from the shared

@@ -179,7 +179,7 @@ static void collect_owned(tp_hpage_t *h, void *arg) {
   if (h->state == TP_HP_ACTIVE) {
     for (unsigned i = 0; i < TP_SLOTS; i++) {
       tp_slab_t *s = h->slot_slab[i];
-      if (s && s->first_slot == i && c->n < c->cap) c->list[c->n++] = s;
+      if (s && s->first_slot == i && s->group == c->g->id && c->n < c->cap) c->list[c->n++] = s;
     }
   } else if (h->state == TP_HP_LARGE && c->n < c->cap) {
     c->list[c->n++] = h->slot_slab[0];

@@ -493,6 +493,67 @@ Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
   cr_assert_geq(own, 450, "only %d of 500 blocks of class 224 came from the site's group %u", own, g);
 }
 
+/* Idle groups' room (heap.c, borrow_idle_room; policy.c, _tp_policy_lend): once a site group
+ * that got a huge page of its own stops filling, the shared group's next slabs go into that
+ * page's free slots, up to 3/4 of it, before the heap takes a new page; never while the site
+ * still fills, and never into an explicit group's page. */
+static int shared_slabs_on(tp_hpage_t *h) {
+  int n = 0;
+  for (unsigned s = 0; s < TP_SLOTS; s++)
+    if (h->slot_slab[s] && h->slot_slab[s]->first_slot == s && h->slot_slab[s]->group == TP_SHARED_GROUP) n++;
+  return n;
+}
+
+Test(site, the_shared_group_fills_an_idle_groups_huge_page_before_taking_a_new_one) {
+  _tp_opt.pool = TP_POOL_THP; /* huge pages from here on, pool or not: 4 KiB-backed pages are not lent */
+  _tp_opt.exclusive_bytes = (size_t)64 << 10;
+  uintptr_t site = 0x680000;
+  enum { MAXN = 20000, S = 4000 };
+  static void *mine[MAXN], *sh[S];
+  int n = 0;
+  tp_hpage_t *own = NULL;
+  while (own == NULL) { /* the site grows up, turns exclusive, and takes a page of its own */
+    cr_assert_lt(n, MAXN, "the site has no huge page of its own after %d blocks", n);
+    mine[n] = _tp_malloc_site(48, site);
+    unsigned g = slab_group(mine[n]);
+    if (g != TP_SHARED_GROUP && _tp_hpage_of(mine[n])->owner == g) own = _tp_hpage_of(mine[n]);
+    n++;
+  }
+  unsigned gid = own->owner;
+  tp_group_t *ex = tp_group_create("explicit");
+  void *e = tp_group_malloc(ex, 48);
+  tp_hpage_t *exp = _tp_hpage_of(e);
+  /* While the site fills: the shared group takes pages of its own (16 KiB blocks, four per slab). */
+  int ns = 0;
+  for (; ns < 160; ns++) {
+    sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0);
+    if ((ns & 15) == 0) mine[n++] = _tp_malloc_site(48, site); /* still filling */
+  }
+  cr_assert_eq(shared_slabs_on(own), 0, "the shared group took room in a page whose group still fills");
+  /* The site stops: its page's room goes to the shared group before any new page. */
+  atomic_fetch_add(&_tp_refill_clock, TP_LEND_REFILLS + 1);
+  unsigned used = own->nused, upto = TP_SLOTS * 3 / 4;
+  cr_assert_lt(used, upto, "the site's page holds %u slots already", used);
+  size_t backed = 0, after = 0;
+  for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
+  for (; ns < S && own->nused < upto; ns++) sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0);
+  for (int s = 0; s < TP_SRC_COUNT; s++) after += _tp_heap_ctr.pages_by_source[s];
+  cr_assert_eq(own->nused, upto, "the idle group's page holds %u slots, not %u", own->nused, upto);
+  cr_assert_eq(shared_slabs_on(own), (int)(upto - used), "%d shared slabs in %u lent slots", shared_slabs_on(own), upto - used);
+  cr_assert_leq(after, backed + 1, "the heap took %zu new pages while an idle group's page had room", after - backed);
+  cr_assert_eq(own->owner, gid, "the lender no longer owns its page");
+  for (int k = 0; k < 64 && ns < S; k++, ns++) sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0); /* past it */
+  cr_assert_eq(own->nused, upto, "the shared group took the quarter the lender keeps");
+  cr_assert_eq(shared_slabs_on(exp), 0, "the shared group took room in an explicit group's page");
+  for (int i = 0; i < ns; i++) tp_free(sh[i]);
+  unsigned c = _tp_class_of(16000);
+  _tp_tbin_flush(_tp_tc, TP_SHARED_GROUP, c, _tp_tc->groups[TP_SHARED_GROUP]->bins[c], 0);
+  cr_assert_eq(shared_slabs_on(own), 0, "the shared slabs stayed in the idle group's page");
+  for (int i = 0; i < n; i++) tp_free(mine[i]);
+  tp_free(e);
+  tp_group_destroy(ex);
+}
+
 /* Threads side by side (slab.c, pick_partial): two threads allocating one class of one site
  * group fill from slabs of their own, so no line of live bytes or of small objects is written
  * by both; a thread that exits leaves its slabs to the next. */

@@ -141,3 +141,10 @@ Test(policy, a_thread_shares_another_threads_slab_only_once_the_bin_has_2_partia
   cr_assert_not(_tp_policy_share_slab(1), "one partial slab of another thread: carve one's own");
   cr_assert(_tp_policy_share_slab(2));
 }
+
+Test(policy, only_a_non_explicit_exclusive_group_that_stopped_filling_lends_its_room) {
+  cr_assert(_tp_policy_lend(0, 1, TP_LEND_REFILLS + 1));
+  cr_assert_not(_tp_policy_lend(0, 1, TP_LEND_REFILLS), "refilled recently: still filling");
+  cr_assert_not(_tp_policy_lend(1, 1, 1u << 30), "an explicit group's pages are its own");
+  cr_assert_not(_tp_policy_lend(0, 0, 1u << 30), "a young group owns no pages");
+}

@@ -327,12 +327,11 @@ static TP_NOINLINE void free_unknown(void *p) {
 
 /* The free hit: the block is checked against its slab (start of a block, live), then pushed
  * onto this thread's bin when this thread fills from its slab; everything else is one miss. */
-static inline __attribute__((always_inline)) void free_block(void *p) {
-  tp_slab_t *s = _tp_slab_of(p); /* NULL for p == NULL too */
-  if (TP_UNLIKELY(s == NULL)) {
-    free_unknown(p);
-    return;
-  }
+static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc);
+
+/* Every free of a block in slab s: the checks, then the thread's bin (tc: the calling thread's
+ * record, or a static one, whose bins are full: the slow path). */
+static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_t *s, tp_tcache_t *tc) {
   uintptr_t off = (uintptr_t)p - s->base;
   uintptr_t idx = (off * s->recip) >> 40; /* below 2^24 for a pointer inside the slab */
   if (TP_UNLIKELY(idx * s->size != off)) {
@@ -345,7 +344,6 @@ static inline __attribute__((always_inline)) void free_block(void *p) {
     return;
   }
   __atomic_store_n(live, 0, __ATOMIC_RELAXED);
-  tp_tcache_t *tc = _tp_tc;
   tp_tbin_t *b = tc->groups[s->group]->bins[s->cls];
   tp_entry_t *top = b->top;
   if (TP_LIKELY(top < b->end) && (TP_LIKELY(s->filler == tc) || !_tp_policy_free_remote(s->size))) {
@@ -356,7 +354,44 @@ static inline __attribute__((always_inline)) void free_block(void *p) {
   free_small_slow(s, (tp_entry_t){p, live});
 }
 
+/* The slab comes from the thread's map cache (tc->map_gib / map_block): one compare for a
+ * program whose heap is in one GiB; free_remap walks the map otherwise. */
+static inline __attribute__((always_inline)) void free_block(void *p) {
+  tp_tcache_t *tc = _tp_tc;
+  uintptr_t a = (uintptr_t)p;
+  if (TP_UNLIKELY((a >> TP_BLOCK_SHIFT) != tc->map_gib)) {
+    free_remap(p, tc);
+    return;
+  }
+  tp_slab_t *s = __atomic_load_n(&tc->map_block->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE);
+  if (TP_UNLIKELY(s == NULL)) {
+    free_unknown(p);
+    return;
+  }
+  free_in_slab(p, s, tc);
+}
+
 void tp_free(void *p) { free_block(p); }
+
+/* The free hit's map cache missed: p lies in another GiB than this thread's last free (or is
+ * NULL, or not tlbpack's). A GiB the map holds becomes the thread's (never in the static
+ * records, which threads share); anything else goes to free_unknown as before. */
+static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc) {
+  uintptr_t a = (uintptr_t)p;
+  tp_block_t *b = (a >> 47) ? NULL : _tp_map[a >> TP_BLOCK_SHIFT];
+  tp_slab_t *s = b ? __atomic_load_n(&b->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE) : NULL;
+  if (s == NULL) {
+    free_unknown(p); /* NULL, not tlbpack's, or no slab there */
+    return;
+  }
+  if (tc->dead) {
+    free_in_slab(p, s, tc);
+    return;
+  }
+  tc->map_block = b;
+  tc->map_gib = a >> TP_BLOCK_SHIFT;
+  free_block(p);
+}
 
 void _tp_free_checked(void *p) { tp_free(p); }
 

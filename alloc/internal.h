@@ -491,6 +491,11 @@ typedef struct tp_mixed_s {
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
   tp_site_slot_t site[TP_SITE_CACHE];
+  /* The map's GiB this thread last freed in (a >> TP_BLOCK_SHIFT) and its block: the free hit
+   * compares one word instead of walking _tp_map (UINTPTR_MAX: none; the static records keep
+   * it so, since threads share them). Blocks are never removed from the map. */
+  uintptr_t map_gib;
+  tp_block_t *map_block;
   uint16_t thread_group;
   uint8_t owns_thread_group;
   uint8_t dead;          /* the static records: never caches (exited thread), or not started */

@@ -13,7 +13,7 @@ static tp_tgroup_t empty_tgroup = {.bins = {[0 ... TP_NCLASSES - 1] = &_tp_tbin_
 
 #define EMPTY_CACHE_INIT                                                                          \
   {                                                                                               \
-    .site = {[0 ... TP_SITE_CACHE - 1] = {1, empty_tgroup.fast}}, .dead = 1,                      \
+    .site = {[0 ... TP_SITE_CACHE - 1] = {1, empty_tgroup.fast}}, .dead = 1, .map_gib = UINTPTR_MAX,\
     .groups = {[0 ... TP_MAX_GROUPS - 1] = &empty_tgroup},                                        \
   }
 tp_tcache_t _tp_tcache_empty = EMPTY_CACHE_INIT;
@@ -68,6 +68,7 @@ static void reset_record(tp_tcache_t *tc) {
   for (unsigned i = 0; i < TP_MIXED_SITES; i++)
     if ((tc->mixed[i] = mixed[i]) != NULL) mixed_clear(mixed[i]);
   for (unsigned i = 0; i < TP_SITE_CACHE; i++) tc->site[i] = (tp_site_slot_t){1, empty_tgroup.fast};
+  tc->map_gib = UINTPTR_MAX;
 }
 
 static tp_tcache_t *tcache_init(void) {

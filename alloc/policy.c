@@ -39,8 +39,9 @@ int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_byte
  * TP_LEND_REFILLS refills of the process), up to 3/4 of that page (heap.c, borrow_idle_room),
  * before a new hpage is taken. A site that grew past exclusive_kb and then stopped leaves most
  * of its page free, and a huge page is resident whole (redis at demo scale: a group of 2 used
- * slots of 32; with lending, 30 MiB of huge pages in all 18 runs of two perturbation sweeps,
- * against 30 or 32 MiB, half and half, without). An explicit group's pages are never lent:
+ * slots of 32. Its layout changes with the environment redis copies at start-up; over sweeps of
+ * that environment, 30 MiB of huge pages in 26 of 28 runs with lending and 32 MiB in the other
+ * two, against 30, 32 or 34 MiB without, 30 in 18 of 28). An explicit group's pages are never lent:
  * they are its promise, and tp_group_destroy releases what they hold. The lender's data keeps
  * its page (its TLB entries do not move), and a quarter of the page for when it fills again. */
 int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) {

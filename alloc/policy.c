@@ -41,7 +41,7 @@ int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_byte
  * of its page free, and a huge page is resident whole (redis at demo scale: a group of 2 used
  * slots of 32. Its layout changes with the environment redis copies at start-up; over sweeps of
  * that environment, 30 MiB of huge pages in 26 of 28 runs with lending and 32 MiB in the other
- * two, against 30, 32 or 34 MiB without, 30 in 18 of 28). An explicit group's pages are never lent:
+ * two, against 30, 32 or 34 MiB without, 30 in 15 of 28). An explicit group's pages are never lent:
  * they are its promise, and tp_group_destroy releases what they hold. The lender's data keeps
  * its page (its TLB entries do not move), and a quarter of the page for when it fills again. */
 int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) {

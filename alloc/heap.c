@@ -140,6 +140,37 @@ static int grow(size_t bytes, size_t align) {
   return 0;
 }
 
+/* Address space for metadata when the process may map no more (RLIMIT_AS reached): an hpage
+ * the heap reserved and does not use (decommitted, or never used past the cursor) leaves the
+ * heap for good, made read-write in place, so the address space it already counts serves the
+ * metadata allocator (meta.c). Without it, a program at its limit that freed everything could
+ * not malloc a class it had not used before: every slab needs a record. NULL when there is
+ * none. The heap lock is taken here: the caller must not hold the metadata lock. */
+void *_tp_heap_give_to_meta(void) {
+  _tp_lock(&_tp_heap_lock);
+  tp_hpage_t *h = free_list;
+  uintptr_t a = 0;
+  if (h != NULL) {
+    take_off_list(h);
+    a = h->addr;
+  } else if (cursor != 0 && cursor + TP_HPAGE <= cursor_end) {
+    h = _tp_hpage_of((void *)cursor);
+    a = cursor;
+    cursor += TP_HPAGE;
+  }
+  if (h != NULL) {
+    h->state = TP_HP_NONE; /* no longer the heap's: frees of pointers into it are foreign */
+    h->source = TP_SRC_NONE;
+    h->fresh_mask = 0;
+    h->start = 0;
+    _tp_heap_ctr.reserved_bytes -= TP_HPAGE;
+  }
+  _tp_unlock(&_tp_heap_lock);
+  if (a == 0) return NULL;
+  void *m = mmap((void *)a, TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
 /* Once the heap has grown past start_kb, the hpages it started on become huge pages too (THP,
  * collapsed in place), so the data placed there early costs one TLB entry per hpage like the
  * rest; when that is worth the memory (policy.c, _tp_policy_promote_start), since a collapse

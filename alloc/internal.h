@@ -149,6 +149,7 @@ static inline void _tp_lock_reinit(tp_lock_t *l) { pthread_mutex_init(l, NULL); 
 
 /* ---- metadata allocator (meta.c): out-of-band, never returns memory ------------------ */
 void *_tp_meta_alloc(size_t size) TP_INTERNAL;  /* zeroed, 64-byte aligned */
+void *_tp_heap_give_to_meta(void) TP_INTERNAL;   /* a 2 MiB hpage of the heap's reservation */
 void _tp_meta_free(void *p, size_t size) TP_INTERNAL;
 void _tp_meta_prefork(void) TP_INTERNAL;
 void _tp_meta_postfork(int child) TP_INTERNAL;

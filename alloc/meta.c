@@ -91,8 +91,21 @@ void *_tp_meta_alloc(size_t size) {
   }
   if (cur == NULL || (size_t)(end - cur) < size) {
     if (new_region(size) != 0) {
+      /* No address space left (RLIMIT_AS): a 2 MiB hpage the heap reserved and does not use.
+       * The heap lock is taken after this one is released (the heap takes them in the other
+       * order); the hpage then becomes the current region. */
       _tp_unlock(&meta_lock);
-      return NULL;
+      char *h = size <= TP_HPAGE ? _tp_heap_give_to_meta() : NULL;
+      if (h == NULL) return NULL;
+      _tp_lock(&meta_lock);
+      cur = h;
+      end = h + TP_HPAGE;
+      advised = end; /* left on 4 KiB pages: the process is at its limit */
+      if (nregions < META_MAX_REGIONS) {
+        regions[nregions].start = h;
+        regions[nregions].end = end;
+        nregions++;
+      }
     }
   }
   p = cur;

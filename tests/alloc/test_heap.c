@@ -297,3 +297,27 @@ Test(heap, retained_empty_pages_go_back_after_4096_refills_unused) {
   cr_assert_eq(young.mapped_bytes - old.mapped_bytes, (PAGES - 1) * TP_HPAGE, "mapped %zu -> %zu bytes",
                young.mapped_bytes, old.mapped_bytes);
 }
+
+/* Metadata at the address-space limit (heap.c, _tp_heap_give_to_meta): an hpage the heap
+ * reserved and no longer backs leaves the heap for good, read-write, and the heap never hands
+ * it out again. */
+Test(heap, an_unused_reserved_hpage_goes_to_the_metadata_and_never_back_to_the_heap) {
+  _tp_opt.retain_bytes = 0; /* emptied pages are decommitted: reserved, not backed */
+  enum { N = 4 };
+  void *big = tp_malloc((size_t)N * TP_HPAGE);
+  cr_assert_not_null(big);
+  tp_free(big);
+  char *m = _tp_heap_give_to_meta();
+  cr_assert_not_null(m, "no reserved hpage was given");
+  cr_assert_eq((uintptr_t)m & (TP_HPAGE - 1), 0, "not an hpage: %p", (void *)m);
+  cr_assert_eq(_tp_hpage_of(m)->state, TP_HP_NONE, "the hpage is still the heap's");
+  memset(m, 0xab, TP_HPAGE); /* read-write in place */
+  void *p[2 * N];
+  for (int i = 0; i < 2 * N; i++) {
+    p[i] = tp_malloc(TP_HPAGE);
+    cr_assert_not_null(p[i]);
+    cr_assert((char *)p[i] + TP_HPAGE <= m || (char *)p[i] >= m + TP_HPAGE, "the heap handed out the given hpage");
+  }
+  for (size_t o = 0; o < TP_HPAGE; o += 4096) cr_assert_eq((unsigned char)m[o], 0xab, "the given hpage was overwritten");
+  for (int i = 0; i < 2 * N; i++) tp_free(p[i]);
+}

@@ -2,7 +2,7 @@
  * blocks. Bump-allocated from its own regions (never from slabs of the heap it describes) with
  * exact-size free lists, so a stray write past a user block can never reach allocator state.
  * At the address-space limit a region is a whole 2 MiB hpage the heap gives up for good
- * (_tp_heap_give_to_meta): its own mapping then, as any other region. 
+ * (_tp_heap_give_to_meta): its own mapping then, as any other region.
  *
  * Every free reads metadata (the slab record, its live bytes), so metadata on 4 KiB pages
  * costs TLB entries on the hot path: a big heap's records would need about a thousand. The

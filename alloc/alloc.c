@@ -363,7 +363,7 @@ static inline __attribute__((always_inline)) void free_block(void *p) {
     free_remap(p, tc);
     return;
   }
-  tp_slab_t *s = __atomic_load_n(&tc->map_block->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE);
+  tp_slab_t *s = _tp_block_slab(tc->map_block, a);
   if (TP_UNLIKELY(s == NULL)) {
     free_unknown(p);
     return;
@@ -378,19 +378,17 @@ void tp_free(void *p) { free_block(p); }
  * records, which threads share); anything else goes to free_unknown as before. */
 static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc) {
   uintptr_t a = (uintptr_t)p;
-  tp_block_t *b = (a >> 47) ? NULL : _tp_map[a >> TP_BLOCK_SHIFT];
-  tp_slab_t *s = b ? __atomic_load_n(&b->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE) : NULL;
+  tp_block_t *b = _tp_block_of(a);
+  tp_slab_t *s = b ? _tp_block_slab(b, a) : NULL;
   if (s == NULL) {
     free_unknown(p); /* NULL, not tlbpack's, or no slab there */
     return;
   }
-  if (tc->dead) {
-    free_in_slab(p, s, tc);
-    return;
+  if (!tc->dead) {
+    tc->map_block = b;
+    tc->map_gib = a >> TP_BLOCK_SHIFT;
   }
-  tc->map_block = b;
-  tc->map_gib = a >> TP_BLOCK_SHIFT;
-  free_block(p);
+  free_in_slab(p, s, tc);
 }
 
 void _tp_free_checked(void *p) { tp_free(p); }

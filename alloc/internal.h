@@ -264,17 +264,24 @@ extern tp_block_t *_tp_map[TP_MAP_ENTRIES] TP_INTERNAL;
 /* The slab holding address p, or NULL (not tlbpack's, or no slab there). */
 /* Addresses past the 47-bit user space wrap around the map: the slab found (if any) then does
  * not hold them, which the caller's bounds check on the slab reports. */
+/* The slab of address a in its GiB's block b (NULL: no slab there). */
+static inline tp_slab_t *_tp_block_slab(const tp_block_t *b, uintptr_t a) {
+  return __atomic_load_n(&b->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE);
+}
+
 static inline tp_slab_t *_tp_slab_of(const void *p) {
   uintptr_t a = (uintptr_t)p;
   tp_block_t *b = _tp_map[(a >> TP_BLOCK_SHIFT) & (TP_MAP_ENTRIES - 1)];
   if (TP_UNLIKELY(b == NULL)) return NULL;
-  return __atomic_load_n(&b->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE);
+  return _tp_block_slab(b, a);
 }
+
+/* The block of address a's GiB, NULL past the user address space or where the heap has none. */
+static inline tp_block_t *_tp_block_of(uintptr_t a) { return TP_UNLIKELY(a >> 47) ? NULL : _tp_map[a >> TP_BLOCK_SHIFT]; }
 
 static inline tp_hpage_t *_tp_hpage_of(const void *p) {
   uintptr_t a = (uintptr_t)p;
-  if (TP_UNLIKELY(a >> 47)) return NULL;
-  tp_block_t *b = _tp_map[a >> TP_BLOCK_SHIFT];
+  tp_block_t *b = _tp_block_of(a);
   if (TP_UNLIKELY(b == NULL)) return NULL;
   return &b->hp[(a >> TP_HPAGE_SHIFT) & ((1u << (TP_BLOCK_SHIFT - TP_HPAGE_SHIFT)) - 1)];
 }

@@ -43,6 +43,19 @@ static unsigned nregions;
 
 static int meta_thp(void) { return _tp_opt.pool != TP_POOL_4K; }
 
+/* Bump-allocates from [a, a + len) from now on, advised MADV_HUGEPAGE from `advise_from` on
+ * (meta_lock held). */
+static void use_region(char *a, size_t len, char *advise_from) {
+  cur = a;
+  end = a + len;
+  advised = advise_from;
+  if (nregions < META_MAX_REGIONS) {
+    regions[nregions].start = a;
+    regions[nregions].end = a + len;
+    nregions++;
+  }
+}
+
 /* A new 2 MiB-aligned region of at least `size` bytes (meta_lock held). Touched only as used. */
 static int new_region(size_t size) {
   struct rlimit rl;
@@ -54,14 +67,8 @@ static int new_region(size_t size) {
   char *a = (char *)(((uintptr_t)m + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
   if (a > m) munmap(m, (size_t)(a - m));
   if (m + len + TP_HPAGE > a + len) munmap(a + len, (size_t)(m + len + TP_HPAGE - (a + len)));
-  cur = a;
-  end = a + len;
-  advised = nregions == 0 ? a + TP_HPAGE : a; /* the process's first 2 MiB starts on 4 KiB pages */
-  if (nregions < META_MAX_REGIONS) {
-    regions[nregions].start = a;
-    regions[nregions].end = a + len;
-    nregions++;
-  }
+  /* the process's first 2 MiB starts on 4 KiB pages */
+  use_region(a, len, nregions == 0 ? a + TP_HPAGE : a);
   return 0;
 }
 
@@ -100,14 +107,7 @@ void *_tp_meta_alloc(size_t size) {
       char *h = size <= TP_HPAGE ? _tp_heap_give_to_meta() : NULL;
       if (h == NULL) return NULL;
       _tp_lock(&meta_lock);
-      cur = h;
-      end = h + TP_HPAGE;
-      advised = end; /* left on 4 KiB pages: the process is at its limit */
-      if (nregions < META_MAX_REGIONS) {
-        regions[nregions].start = h;
-        regions[nregions].end = end;
-        nregions++;
-      }
+      use_region(h, TP_HPAGE, h + TP_HPAGE); /* left on 4 KiB pages: the process is at its limit */
     }
   }
   p = cur;

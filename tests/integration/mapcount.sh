@@ -18,7 +18,7 @@ avail_kb=$(awk '$1 == "MemAvailable:" {print $2}' /proc/meminfo)
   tp_skip "needs $need free 2 MiB pool pages plus 4 GiB to spare; MemAvailable is $((avail_kb / 1024)) MiB"
 maps_knob=/proc/sys/vm/max_map_count pool_knob=/proc/sys/vm/nr_hugepages
 maps_orig=$(cat $maps_knob) pool_orig=$(cat $pool_knob)
-trap 'echo $maps_orig > $maps_knob; echo $pool_orig > $pool_knob' EXIT
+TP_CLEANUP+=('echo $maps_orig > $maps_knob; echo $pool_orig > $pool_knob')  # lib.sh's EXIT trap runs it
 free0=$(awk '$1 == "HugePages_Free:" {print $2}' /proc/meminfo)
 [ "$free0" -ge "$need" ] || echo $(( pool_orig + need - free0 + 32 )) > $pool_knob  # others may take some meanwhile
 free1=$(awk '$1 == "HugePages_Free:" {print $2}' /proc/meminfo)

@@ -219,7 +219,10 @@ Test(start_small, a_small_heap_takes_no_huge_page) {
 }
 
 /* Past start_kb the heap takes huge pages, and the pages it started on do not stay 4 KiB pages
- * unless the kernel refused to collapse them (then they are counted as 4 KiB pages, not lost). */
+ * unless the kernel refused to collapse them (then they are counted as 4 KiB pages, not lost).
+ * The heap takes start hpages while what it has carved is under start_kb, so it holds as many
+ * as start_kb of runs needs: with 300 KiB runs (5 slots, 6 to an hpage) that is one more than
+ * start_kb / 2 MiB. */
 Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
   size_t start = _tp_opt.start_bytes;
   enum { N = 64 };
@@ -229,10 +232,35 @@ Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
   tp_stats_get(&st);
   size_t huge = st.pages_hugetlbfs + st.pages_thp;
   cr_assert_gt(huge, 0, "no huge page past start_kb (%zu KiB): %zu 4 KiB hpages", start >> 10, st.pages_4k);
-  cr_assert_leq(st.pages_4k * TP_HPAGE, start, "%zu hpages still on 4 KiB pages, more than start_kb", st.pages_4k);
-  cr_assert_eq(_tp_heap_ctr.promoted + st.pages_4k, start / TP_HPAGE,
-               "each start hpage is either promoted (%zu) or still 4 KiB (%zu)", _tp_heap_ctr.promoted, st.pages_4k);
+  size_t run = 5 * TP_SLOT, per_hpage = TP_SLOTS / 5 * run;
+  size_t nstart = _tp_heap_ctr.promoted + st.pages_4k; /* each start hpage is one or the other */
+  cr_assert_geq(nstart * per_hpage, start, "%zu start hpages (%zu promoted, %zu 4 KiB) hold less than start_kb",
+                nstart, _tp_heap_ctr.promoted, st.pages_4k);
+  cr_assert_lt((nstart - 1) * per_hpage, start, "%zu start hpages (%zu promoted, %zu 4 KiB): one taken past start_kb",
+               nstart, _tp_heap_ctr.promoted, st.pages_4k);
   for (int i = 0; i < N; i++) tp_free(p[i]);
+}
+
+/* Start pages follow carved bytes, not backed hpages: groups that each take an hpage of their
+ * own stay on 4 KiB pages while together they hold under start_kb. */
+Test(start_small, groups_of_their_own_under_start_kb_take_no_huge_page) {
+  enum { G = 6, N = 5 };
+  tp_group_t *g[G];
+  static void *p[G][N];
+  for (int i = 0; i < G; i++) {
+    g[i] = tp_group_create("own");
+    cr_assert_not_null(g[i]);
+    for (int j = 0; j < N; j++) p[i][j] = tp_group_malloc(g[i], 64 << 10); /* 5 x 64 KiB a group */
+  }
+  tp_stats_t st;
+  tp_stats_get(&st);
+  cr_assert_eq(st.pages_hugetlbfs + st.pages_thp, 0, "%zu huge pages for %d groups of %d KiB (start_kb %zu)",
+               st.pages_hugetlbfs + st.pages_thp, G, N * 64, _tp_opt.start_bytes >> 10);
+  cr_assert_geq(st.pages_4k, 2, "%zu hpages: the groups did not take hpages of their own", st.pages_4k);
+  for (int i = 0; i < G; i++) {
+    for (int j = 0; j < N; j++) tp_free(p[i][j]);
+    tp_group_destroy(g[i]);
+  }
 }
 
 /* A sparse start hpage stays on 4 KiB pages while the heap is small, and is collapsed (tried:

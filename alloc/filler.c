@@ -26,10 +26,11 @@ void _tp_filler_remove(tp_filler_t *f, tp_hpage_t *h) {
   f->hpages--;
 }
 
-tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) {
-  for (int used = (int)(TP_SLOTS - n); used >= 0; used--) {
+tp_hpage_t *_tp_filler_pick_within(tp_filler_t *f, unsigned n, int min_used, int max_used, int skip_4k, int *slot) {
+  if (max_used > (int)TP_SLOTS - (int)n) max_used = (int)TP_SLOTS - (int)n;
+  for (int used = max_used; used >= min_used && used >= 0; used--) {
     for (tp_hpage_t *h = f->bucket[used]; h; h = h->next) {
-      int s = _tp_slots_find_run(h->used_mask, n);
+      int s = skip_4k && h->source == TP_SRC_4K ? -1 : _tp_slots_find_run(h->used_mask, n);
       if (s >= 0) {
         *slot = s;
         return h;
@@ -37,6 +38,10 @@ tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) {
     }
   }
   return NULL;
+}
+
+tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) {
+  return _tp_filler_pick_within(f, n, 0, TP_SLOTS, 0, slot);
 }
 
 void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n, int u) {

@@ -366,14 +366,9 @@ static tp_hpage_t *borrow_idle_room(unsigned n, int *slot, tp_group_t **owner) {
     if (g == NULL || g->filler.hpages == 0 ||
         !_tp_policy_lend(g->explicit_, g->exclusive, now - atomic_load_explicit(&g->last_refill, memory_order_relaxed)))
       continue;
-    for (int used = TP_LEND_UPTO - (int)n; used >= 0 && (best == NULL || used > (int)best->nused); used--)
-      for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
-        int s = h->source == TP_SRC_4K ? -1 : _tp_slots_find_run(h->used_mask, n);
-        if (s >= 0) {
-          best = h, best_slot = s, *owner = g;
-          break;
-        }
-      }
+    int s;
+    tp_hpage_t *h = _tp_filler_pick_within(&g->filler, n, best ? best->nused + 1 : 0, TP_LEND_UPTO - (int)n, 1, &s);
+    if (h) best = h, best_slot = s, *owner = g;
   }
   *slot = best_slot;
   return best;

@@ -298,6 +298,10 @@ void _tp_filler_insert(tp_filler_t *f, tp_hpage_t *h) TP_INTERNAL;
 void _tp_filler_remove(tp_filler_t *f, tp_hpage_t *h) TP_INTERNAL;
 /* The fullest hpage with a run of n free slots, or NULL. */
 tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) TP_INTERNAL;
+/* The same among hpages with min_used to max_used slots used, those on 4 KiB pages left out
+ * when skip_4k. */
+tp_hpage_t *_tp_filler_pick_within(tp_filler_t *f, unsigned n, int min_used, int max_used, int skip_4k,
+                                   int *slot) TP_INTERNAL;
 /* Marks slots [slot, slot+n) used (u=1) or free (u=0), keeping the filler's buckets right. */
 void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n, int u) TP_INTERNAL;
 

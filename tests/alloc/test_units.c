@@ -162,6 +162,27 @@ Test(filler, picks_the_fullest_hpage_that_still_has_room) {
   cr_assert_null(_tp_filler_pick(&f, 29, &slot));
 }
 
+/* Idle groups' room (heap.c) picks among hpages within a band of use, skipping 4 KiB-backed
+ * ones: the fullest in the band, none above max_used, none under min_used. */
+Test(filler, picks_within_a_band_of_use_and_can_skip_4k_pages) {
+  tp_filler_t f = {0};
+  for (int i = 0; i < 4; i++) _tp_filler_insert(&f, &fake[i]);
+  _tp_filler_update(&f, &fake[0], 0, 4, 1);   /* 4 used */
+  _tp_filler_update(&f, &fake[1], 0, 26, 1);  /* 26 used: above the band */
+  _tp_filler_update(&f, &fake[2], 0, 10, 1);  /* 10 used */
+  _tp_filler_update(&f, &fake[3], 0, 16, 1);  /* 16 used, on 4 KiB pages */
+  fake[3].source = TP_SRC_4K;
+  int slot = -1;
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 23, 0, &slot), &fake[3]);
+  cr_assert_eq(slot, 16);
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 23, 1, &slot), &fake[2], "a 4 KiB-backed page was picked");
+  cr_assert_eq(slot, 10);
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 11, 23, 1, &slot), NULL, "a page under min_used was picked");
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 9, 1, &slot), &fake[0], "a page over max_used was picked");
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 32, 0, &slot), &fake[1]);
+  cr_assert_null(_tp_filler_pick_within(&f, 29, 0, 32, 0, &slot));
+}
+
 Test(filler, buckets_follow_slot_use_and_full_pages_are_skipped) {
   tp_filler_t f = {0};
   _tp_filler_insert(&f, &fake[0]);

@@ -181,12 +181,16 @@ static tp_hpage_t *start_pages[TP_MAX_START_PAGES];
 static unsigned nstart_pages;
 static int heap_grown; /* the heap has passed start_kb: no new start pages */
 static size_t heap_used_bytes; /* slot runs and large runs carved now (heap lock) */
-static void promote_start_pages(size_t backed) {
+static size_t promoted_room; /* free slots start pages had when collapsed (bytes) */
+static void promote_start_pages(void) {
   heap_grown = 1;
+  size_t backed = 0;
+  for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
   for (unsigned i = 0; i < nstart_pages; i++) {
     tp_hpage_t *h = start_pages[i];
     if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE) continue;
-    if (!_tp_policy_promote_start(h->nused, backed * TP_HPAGE)) continue;
+    if (!_tp_policy_promote_start(h->nused, backed * TP_HPAGE, promoted_room)) continue;
+    promoted_room += (size_t)(TP_SLOTS - h->nused) * TP_SLOT;
     h->start = 0;
     if (_tp_os_hooks.promote((void *)h->addr) != 0) continue;
     _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
@@ -209,11 +213,9 @@ static int want_source(size_t adding) {
   case TP_POOL_THP: src = TP_SRC_THP; break;
   case TP_POOL_4K: src = TP_SRC_4K; break; /* placed by node all the same */
   case TP_POOL_AUTO: {
-    size_t backed = 0;
-    for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
     start = !heap_grown && nstart_pages < TP_MAX_START_PAGES && heap_used_bytes + adding <= _tp_opt.start_bytes;
     if (start) src = TP_SRC_4K;
-    else promote_start_pages(backed);
+    else promote_start_pages();
     break;
   }
   default: break;

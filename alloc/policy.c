@@ -104,16 +104,20 @@ int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avai
   return own_avail < want && shared_avail >= 2 * (size_t)nobj && shared_avail * 16 >= shared_slabs * nobj;
 }
 
-/* A start hpage (on 4 KiB pages until the heap passed start_kb) is collapsed into a huge page
+/* A start hpage (on 4 KiB pages until the heap carved start_kb) is collapsed into a huge page
  * once at least 3/4 of its slots are used, or once the memory the collapse adds (its free
- * slots, made resident) is at most 1/32 of the heap's backed bytes: a start page with data on
- * it costs one TLB entry per 4 KiB page used, and the first one holds what the program set up
+ * slots, made resident) is at most 1/32 of the heap's backed bytes and, with what earlier
+ * collapses of sparse pages added (`added`), at most 1/8 of them: a start page with data on it
+ * costs one TLB entry per 4 KiB page used, and the first one holds what the program set up
  * first, often its hottest data (the index workload: 20 of 32 slots used, 170 hot 4 KiB pages
- * beside 11 huge pages; redis with 632 k keys: 40 kB on 10 pages). The four start pages add
- * at most 1/8 to the heap this way, and nothing once they are 3/4 full. */
-int _tp_policy_promote_start(unsigned nused, size_t backed_bytes) {
+ * beside 11 huge pages; redis with 632 k keys: 40 kB on 10 pages). The total matters because a
+ * heap of many groups starts on many sparse pages (start pages follow carved bytes): collapsed
+ * one by one at 1/32 each, 24 start pages 4 slots full added 42 MiB to a heap of 166 MiB of
+ * runs; with the cap, 24.5 MiB. */
+int _tp_policy_promote_start(unsigned nused, size_t heap_bytes, size_t added) {
   if (nused >= TP_SLOTS * 3 / 4) return 1;
-  return nused > 0 && (size_t)(TP_SLOTS - nused) * TP_SLOT * 32 <= backed_bytes;
+  size_t room = (size_t)(TP_SLOTS - nused) * TP_SLOT;
+  return nused > 0 && room * 32 <= heap_bytes && (added + room) * 8 <= heap_bytes;
 }
 
 /* A thread that finds no partial slab of its own or free of other threads shares one only once

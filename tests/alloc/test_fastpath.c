@@ -263,6 +263,35 @@ Test(start_small, groups_of_their_own_under_start_kb_take_no_huge_page) {
   }
 }
 
+/* A heap of many groups starts on many sparse pages; once it grows, collapsing them adds at
+ * most 1/8 of the heap's backed bytes, however many there are. */
+Test(start_small, sparse_start_pages_of_many_groups_add_at_most_an_eighth_when_collapsed) {
+  enum { G = 24, N = 40 };
+  tp_group_t *g[G];
+  tp_hpage_t *page[G];
+  static void *own[G][4], *big[N];
+  for (int i = 0; i < G; i++) {
+    g[i] = tp_group_create("sparse");
+    for (int j = 0; j < 4; j++) own[i][j] = tp_group_malloc(g[i], 60 << 10); /* 4 slots of 32 */
+    page[i] = _tp_hpage_of(own[i][0]);
+    cr_assert(page[i]->start, "group %d's page is not a start page", i);
+  }
+  for (int n = 0; n < N; n++) big[n] = tp_malloc((size_t)4 << 20); /* 160 MiB more */
+  size_t backed = (size_t)G * TP_HPAGE + (size_t)N * (4 << 20), added = 0; /* and the shared page */
+  int collapsed = 0;
+  for (int i = 0; i < G; i++)
+    if (!page[i]->start) collapsed++, added += (size_t)(TP_SLOTS - page[i]->nused) * TP_SLOT;
+  cr_assert_gt(collapsed, 0, "no sparse start page was collapsed on a %zu MiB heap", backed >> 20);
+  cr_assert_leq(added * 8, backed + TP_HPAGE, "%d sparse pages collapsed, adding %zu KiB to a %zu MiB heap",
+                collapsed, added >> 10, backed >> 20);
+  cr_assert_lt(collapsed, G, "all %d sparse start pages were collapsed", G);
+  for (int n = 0; n < N; n++) tp_free(big[n]);
+  for (int i = 0; i < G; i++) {
+    for (int j = 0; j < 4; j++) tp_free(own[i][j]);
+    tp_group_destroy(g[i]);
+  }
+}
+
 /* A sparse start hpage stays on 4 KiB pages while the heap is small, and is collapsed (tried:
  * its start mark goes) once its free room is 1/32 of the heap, whatever its use. */
 Test(start_small, a_sparse_start_page_is_collapsed_once_its_free_room_is_1_32_of_the_heap) {

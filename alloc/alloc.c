@@ -156,7 +156,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   tp_tbin_t *b = _tp_tbin_get(tc, g, c);
   tp_entry_t e;
   if (b != NULL) {
-    if (b->top == b->e) {
+    if (b->top == b->lo) {
       unsigned cap = _tp_classes[c].tcache_cap, want = refill_want(c);
       /* The group's last refill, to within 8 refills: threads refilling from one group do not
        * write its line at every refill. */
@@ -172,15 +172,15 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
         atomic_store_explicit(last, now, memory_order_relaxed);
       /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
        * otherwise share lines across threads; just what is wanted for the larger ones. */
-      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->e, want, cap >= 64 ? cap : want);
+      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want);
       if (n == 0) return enomem();
       /* The cache pops from the top: reverse the batch so blocks come out in address order. */
       for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
-        tp_entry_t t = b->e[i];
-        b->e[i] = b->e[j];
-        b->e[j] = t;
+        tp_entry_t t = b->lo[i];
+        b->lo[i] = b->lo[j];
+        b->lo[j] = t;
       }
-      b->top = b->e + n;
+      b->top = b->lo + n;
       b->out += n;
     }
     e = *--b->top;
@@ -280,7 +280,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
 static TP_NOINLINE void free_small_slow(tp_slab_t *s, tp_entry_t e) {
   tp_tcache_t *tc = _tp_tcache_get();
   tp_tbin_t *b = _tp_tbin_get(tc, s->group, s->cls);
-  if (b == NULL || b->end == b->e) {
+  if (b == NULL || b->end == b->lo) {
     count_free(tc, s->size);
     _tp_bin_flush(_tp_groups[s->group], s->cls, &e, 1);
     return;
@@ -292,7 +292,7 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, tp_entry_t e) {
     _tp_tbin_remote(tc, s->group, s->cls, e);
     return;
   }
-  if (b->top >= b->end) {
+  if (b->top >= b->end && !_tp_tbin_grow(tc, b)) {
     tc->last_free_g[s->cls] = s->group; /* evidence for site adoption */
     _tp_tbin_flush(tc, s->group, s->cls, b, _tp_tbin_limit(b) / 2);
   }

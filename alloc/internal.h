@@ -43,6 +43,7 @@ typedef struct tp_class_s {
   uint8_t nwords;  /* bitmap words */
   uint16_t tcache_cap;   /* a refill takes half of it (small classes: whole bitmap words up to it) */
   uint16_t tcache_limit; /* freed blocks a thread's bin holds before half go back (>= tcache_cap) */
+  uint16_t tcache_grow;  /* what a bin that keeps overflowing may grow to (tcache.c, _tp_tbin_grow) */
   uint64_t recip;  /* (off * recip) >> 40 == off / size for off < 2 MiB */
 } tp_class_t;
 
@@ -442,20 +443,21 @@ size_t _tp_arena_usable(const tp_slab_t *s, const void *p) TP_INTERNAL;
  * NULL: a bin not created yet is `_tp_tbin_empty` (count 0, limit 0), which also turns every
  * free into a miss. Counters live in the bins (written beside `count`) and are summed for stats. */
 typedef struct tp_tbin_s {
-  tp_entry_t *top;       /* where the next freed block goes: count = top - e */
-  tp_entry_t *end;       /* e + limit: frees cache up to here (cap, or less for another
+  tp_entry_t *top;       /* where the next freed block goes: count = top - lo */
+  tp_entry_t *end;       /* lo + limit: frees cache up to here (cap, or less for another
                           * thread's group) */
-  tp_entry_t *lo;        /* e: the malloc hit compares top with it (one memory operand) */
+  tp_entry_t *lo;        /* the entries: e, or a larger array once the bin grew; the malloc hit
+                          * compares top with it (one memory operand) */
   uint64_t nalloc;       /* pops: stats */
   int64_t out;           /* blocks filled into the bin minus blocks flushed out: stats (the
                           * bin's live blocks are out - count, its frees nalloc - that; a
                           * remote bin's only goes down and is never read) */
-  uint32_t cap, cls;
-  tp_entry_t e[];
+  uint32_t cap, cls;     /* cap: entries at lo */
+  tp_entry_t e[];        /* the entries the bin was created with */
 } tp_tbin_t;
 
-static inline unsigned _tp_tbin_count(const tp_tbin_t *b) { return (unsigned)(b->top - b->e); }
-static inline unsigned _tp_tbin_limit(const tp_tbin_t *b) { return (unsigned)(b->end - b->e); }
+static inline unsigned _tp_tbin_count(const tp_tbin_t *b) { return (unsigned)(b->top - b->lo); }
+static inline unsigned _tp_tbin_limit(const tp_tbin_t *b) { return (unsigned)(b->end - b->lo); }
 
 /* The fast path's bins by size: entries 0..64 by (size + 15) / 16 for sizes up to TP_FAST_MAX,
  * then one entry per class above 1 KiB up to TP_FAST_BIG (the largest class a thread caches),
@@ -499,6 +501,7 @@ typedef struct tp_mixed_s {
 #define TP_MIXED_SITES 16 /* split sites a thread keeps mixed bins for; others share slots */
 
 #define TP_BIG_BINS 64
+#define TP_GROWN_BINS 32
 #define TP_SITE_CACHE 128
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
@@ -514,6 +517,7 @@ typedef struct tp_tcache_s {
   uint8_t exited;        /* its thread has exited (the record waits for a new thread) */
   uint16_t big_bins;     /* bins created with a class's tcache_limit above its tcache_cap
                           * (at most TP_BIG_BINS: a thread holds at most 16 MiB that way) */
+  uint16_t grown_bins;   /* bins grown past their class's tcache_limit (at most TP_GROWN_BINS) */
   uint8_t refills;       /* refills not yet added to _tp_refill_clock (up to TP_CLOCK_BATCH) */
   int mode;
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
@@ -541,6 +545,9 @@ tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) TP_INTERNAL;
  * group g's own bins when the thread has no room for another split site. */
 tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned c) TP_INTERNAL;
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) TP_INTERNAL;
+/* Bin b, full, doubles its room instead of flushing, when this thread may cache all it has room
+ * for and its class lets it grow (tcache_grow); 0 when it cannot. */
+int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) TP_INTERNAL;
 /* A free of a block whose slab another thread fills from: into the remote bin of (g, c), which
  * goes back to the slabs when full; straight back when there is no room for one. */
 void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) TP_INTERNAL;

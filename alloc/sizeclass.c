@@ -28,6 +28,12 @@ void _tp_classes_init(void) {
      * cycles through its cache instead of through the slabs; refills stay tcache_cap / 2. */
     uint32_t lim = k->size <= 1024 || k->tcache_cap == 0 ? k->tcache_cap : (uint32_t)((256u << 10) / k->size);
     k->tcache_limit = (uint16_t)(lim > 64 ? 64 : lim < k->tcache_cap ? k->tcache_cap : lim);
+    /* A bin of a class up to 1 KiB that keeps overflowing (a program that allocates a batch of
+     * hundreds of blocks and frees it again) grows, doubling, to 512 blocks or 64 KiB of them:
+     * each overflow sent half the bin back to the slabs and the next batch refilled it, about
+     * 50 instructions a block (tcmalloc's thread caches grow likewise, up to their limits). */
+    uint32_t grow = k->size <= 1024 ? (64u << 10) / k->size : 0;
+    k->tcache_grow = (uint16_t)(grow > 512 ? 512 : grow < k->tcache_limit ? k->tcache_limit : grow);
   }
   for (unsigned i = 0; i <= TP_FAST_MAX / 16; i++) _tp_fast_class[i] = (uint8_t)_tp_class_of(i ? i * 16 : 1);
   for (unsigned i = TP_FAST_SMALL_N; i < TP_FAST_N; i++) _tp_fast_class[i] = (uint8_t)(TP_FAST_CLASS_1K + 1 + i - TP_FAST_SMALL_N);

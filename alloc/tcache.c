@@ -44,7 +44,7 @@ static void reset_limits(tp_tcache_t *tc) {
     tp_tgroup_t *tg = tc->groups[g];
     if (tg == &empty_tgroup) continue;
     for (unsigned c = 0; c < TP_NCLASSES; c++)
-      if (real_bin(tg->bins[c])) tg->bins[c]->end = tg->bins[c]->e + tbin_limit(tc, g, tg->bins[c]->cap);
+      if (real_bin(tg->bins[c])) tg->bins[c]->end = tg->bins[c]->lo + tbin_limit(tc, g, tg->bins[c]->cap);
   }
 }
 
@@ -124,11 +124,11 @@ static tp_tgroup_t *tgroup_get(tp_tcache_t *tc, unsigned g) {
       unsigned n = _tp_tbin_count(b);
       _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[k].size);
       b->out -= n;
-      b->top = b->e;
+      b->top = b->lo;
       tp_tbin_t *r = tg->remote[k];
       if (r) {
         _tp_stats_out(-(ptrdiff_t)_tp_tbin_count(r) * (ptrdiff_t)_tp_classes[k].size);
-        r->top = r->e;
+        r->top = r->lo;
       }
     }
     tg->gen = atomic_load(&grp->gen);
@@ -189,16 +189,39 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
   return b;
 }
 
+int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) {
+  unsigned c = b->cls, cap = b->cap, grow = _tp_classes[c].tcache_grow;
+  if (!real_bin(b) || cap >= grow || _tp_tbin_limit(b) != cap || tc->dead) return 0;
+  if (cap <= _tp_classes[c].tcache_limit) { /* its first growth */
+    if (tc->grown_bins >= TP_GROWN_BINS) return 0;
+    tc->grown_bins++;
+  }
+  unsigned ncap = 2 * cap < grow ? 2 * cap : grow, count = _tp_tbin_count(b);
+  tp_entry_t *e = _tp_meta_alloc(ncap * sizeof *e);
+  if (e == NULL) return 0;
+  memcpy(e, b->lo, count * sizeof *e);
+  tp_entry_t *old = b->lo;
+  /* Stats may read the bin from another thread (add_counters): it sees the count as 0 for a
+   * moment, never top and lo of different arrays. */
+  b->top = old;
+  __atomic_store_n(&b->lo, e, __ATOMIC_RELEASE);
+  b->cap = ncap;
+  b->end = e + ncap;
+  __atomic_store_n(&b->top, e + count, __ATOMIC_RELEASE);
+  if (old != b->e) _tp_meta_free(old, cap * sizeof *old);
+  return 1;
+}
+
 /* Returns the oldest entries to the slabs, keeping `keep`. */
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) {
   unsigned count = _tp_tbin_count(b);
   if (count <= keep) return;
   unsigned n = count - keep;
   tp_tgroup_t *tg = tc->groups[g];
-  if (tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, b->e, n);
+  if (tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, b->lo, n);
   else _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[c].size); /* dropped with the group */
-  memmove(b->e, b->e + n, keep * sizeof(tp_entry_t));
-  b->top = b->e + keep;
+  memmove(b->lo, b->lo + n, keep * sizeof(tp_entry_t));
+  b->top = b->lo + keep;
   b->out -= n;
 }
 
@@ -226,6 +249,15 @@ void _tp_tcache_flush_all(tp_tcache_t *tc) {
   }
 }
 
+/* A bin's count read from another thread, which may be growing it (_tp_tbin_grow): a top and
+ * lo of different arrays read as 0. */
+static unsigned bin_count_racy(const tp_tbin_t *b) {
+  tp_entry_t *lo = __atomic_load_n((tp_entry_t *const *)&b->lo, __ATOMIC_ACQUIRE);
+  tp_entry_t *top = __atomic_load_n((tp_entry_t *const *)&b->top, __ATOMIC_ACQUIRE);
+  uintptr_t n = ((uintptr_t)top - (uintptr_t)lo) / sizeof *lo;
+  return top >= lo && n <= __atomic_load_n(&b->cap, __ATOMIC_RELAXED) ? (unsigned)n : 0;
+}
+
 /* Adds a cache's counters (its own and its bins') to the sums; `take` zeroes the bins' (a
  * record going back to the free list keeps its bins for the next thread). */
 static void add_counters(tp_tcache_t *tc, size_t *m, size_t *f, size_t *b, ptrdiff_t *l, int take) {
@@ -241,7 +273,7 @@ static void add_counters(tp_tcache_t *tc, size_t *m, size_t *f, size_t *b, ptrdi
       tp_tbin_t *bin = tg->bins[c];
       if (!real_bin(bin)) continue;
       size_t sz = _tp_classes[c].size;
-      int64_t live = bin->out - (int64_t)_tp_tbin_count(bin);
+      int64_t live = bin->out - (int64_t)bin_count_racy(bin);
       *m += bin->nalloc;
       *f += (size_t)((int64_t)bin->nalloc - live);
       *b += bin->nalloc * sz;

@@ -401,3 +401,68 @@ Test(sentinel, a_thread_has_at_most_TP_BIG_BINS_large_kilobyte_bins) {
   cr_assert_eq(big, TP_BIG_BINS, "%u bins of 4 KiB blocks keep more than tcache_cap", big);
   cr_assert_eq(small, 2 * TP_BIG_BINS);
 }
+
+/* A bin that keeps overflowing grows (doubling) instead of sending half its blocks back, up to
+ * its class's tcache_grow: a batch of hundreds of blocks freed and allocated again cycles
+ * through the thread's cache. */
+Test(grow, a_batch_freed_and_allocated_again_cycles_through_a_grown_bin) {
+  enum { N = 400 };
+  static void *a[N], *b[N];
+  for (int i = 0; i < N; i++) a[i] = tp_malloc(64);
+  tp_slab_t *s = _tp_slab_of(a[0]);
+  tp_tbin_t *bin = _tp_tc->groups[s->group]->bins[s->cls];
+  const tp_class_t *k = &_tp_classes[s->cls];
+  cr_assert_geq(k->tcache_grow, N, "class %u grows to %u only", k->size, k->tcache_grow);
+  unsigned before = _tp_tbin_count(bin);
+  for (int i = 0; i < N; i++) tp_free(a[i]);
+  cr_assert_eq(_tp_tbin_count(bin), before + N, "the bin sent freed blocks back (holds %u of %d)",
+               _tp_tbin_count(bin) - before, N);
+  cr_assert_leq(bin->cap, k->tcache_grow);
+  cr_assert_neq(bin->lo, bin->e, "the bin holds %u blocks in the entries it was created with", bin->cap);
+  cr_assert_eq(_tp_tc->grown_bins, 1);
+  for (int i = 0; i < N; i++) b[i] = tp_malloc(64);
+  int same = 0;
+  for (int i = 0; i < N; i++) same += tp_malloc_usable_size(b[i]) == 64 && _tp_slab_of(b[i])->cls == s->cls;
+  cr_assert_eq(same, N);
+  cr_assert_eq(_tp_tbin_count(bin), before, "the batch did not come off the bin");
+  tp_stats_t st;
+  tp_stats_get(&st);
+  cr_assert_geq(st.live_objects, N, "stats count %zu objects live with %d allocated", st.live_objects, N);
+  for (int i = 0; i < N; i++) tp_free(b[i]);
+  tp_stats_get(&st);
+  cr_assert_lt(st.live_objects, 16, "stats count %zu objects live after freeing all", st.live_objects);
+}
+
+/* Growth stops at tcache_grow (then the bin flushes half as before), classes over 1 KiB never
+ * grow, and a thread grows at most TP_GROWN_BINS bins. */
+Test(grow, bins_grow_within_bounds) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    const tp_class_t *k = &_tp_classes[c];
+    if (k->size > 1024) cr_assert_eq(k->tcache_grow, k->tcache_limit, "class %u grows", k->size);
+    else cr_assert_leq((size_t)k->tcache_grow * k->size, (size_t)64 << 10, "class %u grows past 64 KiB", k->size);
+    cr_assert_leq(k->tcache_grow, 512);
+  }
+  enum { N = 2000 };
+  static void *a[N];
+  for (int i = 0; i < N; i++) a[i] = tp_malloc(16);
+  tp_slab_t *s = _tp_slab_of(a[0]);
+  tp_tbin_t *bin = _tp_tc->groups[s->group]->bins[s->cls];
+  for (int i = 0; i < N; i++) tp_free(a[i]);
+  cr_assert_eq(bin->cap, _tp_classes[s->cls].tcache_grow, "the bin holds %u entries", bin->cap);
+  cr_assert_leq(_tp_tbin_count(bin), bin->cap);
+  /* Other bins (classes of three groups), one batch each, until the thread has grown all it may. */
+  static void *m[600];
+  unsigned grown = _tp_tc->grown_bins, bins = 0;
+  for (int gi = 0; gi < 3; gi++) {
+    tp_group_t *g = tp_group_create("grow");
+    for (size_t size = 32; size <= 1024; size += 16) {
+      unsigned c = _tp_class_of(size);
+      if (_tp_classes[c].size != size || _tp_classes[c].tcache_grow <= _tp_classes[c].tcache_limit) continue;
+      for (int i = 0; i < 600; i++) m[i] = tp_group_malloc(g, size);
+      for (int i = 0; i < 600; i++) tp_free(m[i]);
+      bins++;
+    }
+  }
+  cr_assert_gt(bins + grown, TP_GROWN_BINS, "the test grew only %u bins", bins + grown);
+  cr_assert_eq(_tp_tc->grown_bins, TP_GROWN_BINS);
+}

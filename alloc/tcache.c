@@ -61,10 +61,11 @@ static void reset_record(tp_tcache_t *tc) {
   tp_mixed_t *mixed[TP_MIXED_SITES];
   memcpy(keep, tc->groups, sizeof keep);
   memcpy(mixed, tc->mixed, sizeof mixed);
-  uint16_t big = tc->big_bins; /* counts the kept bins */
+  uint16_t big = tc->big_bins, grown = tc->grown_bins; /* count the kept bins */
   memset(tc, 0, sizeof *tc);
   memcpy(tc->groups, keep, sizeof keep);
   tc->big_bins = big;
+  tc->grown_bins = grown;
   for (unsigned i = 0; i < TP_MIXED_SITES; i++)
     if ((tc->mixed[i] = mixed[i]) != NULL) mixed_clear(mixed[i]);
   for (unsigned i = 0; i < TP_SITE_CACHE; i++) tc->site[i] = (tp_site_slot_t){1, empty_tgroup.fast};

@@ -466,3 +466,34 @@ Test(grow, bins_grow_within_bounds) {
   cr_assert_gt(bins + grown, TP_GROWN_BINS, "the test grew only %u bins", bins + grown);
   cr_assert_eq(_tp_tc->grown_bins, TP_GROWN_BINS);
 }
+
+/* A record recycled for a new thread keeps its grown bins, and counts them. */
+static unsigned count_grown(void) {
+  unsigned n = 0;
+  for (unsigned g = 0; g < TP_MAX_GROUPS; g++)
+    for (unsigned c = 0; c < TP_NCLASSES; c++) {
+      tp_tbin_t *b = _tp_tc->groups[g]->bins[c];
+      n += b != &_tp_tbin_empty && b->cap > _tp_classes[c].tcache_limit;
+    }
+  return n;
+}
+static void *grow_some(void *arg) {
+  static void *a[300];
+  size_t size = (size_t)(uintptr_t)arg;
+  for (int i = 0; i < 300; i++) a[i] = tp_malloc(size);
+  for (int i = 0; i < 300; i++) tp_free(a[i]);
+  static unsigned r[2];
+  r[0] = _tp_tc->grown_bins, r[1] = count_grown();
+  return r;
+}
+Test(grow, a_recycled_record_counts_the_grown_bins_it_keeps) {
+  for (uintptr_t size = 16; size <= 64; size += 16) {
+    pthread_t t;
+    void *out;
+    pthread_create(&t, NULL, grow_some, (void *)size);
+    pthread_join(t, &out);
+    const unsigned *r = out;
+    cr_assert_eq(r[0], r[1], "the record counts %u grown bins and holds %u", r[0], r[1]);
+    cr_assert_geq(r[1], 1);
+  }
+}

@@ -182,6 +182,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       }
       b->top = b->lo + n;
       b->out += n;
+      b->fill_mark = b->nalloc + 1;
     }
     e = *--b->top;
     b->nalloc++;
@@ -295,6 +296,7 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, tp_entry_t e) {
   if (b->top >= b->end && !_tp_tbin_grow(tc, b)) {
     tc->last_free_g[s->cls] = s->group; /* evidence for site adoption */
     _tp_tbin_flush(tc, s->group, s->cls, b, _tp_tbin_limit(b) / 2);
+    b->flush_mark = b->nalloc;
   }
   *b->top++ = e;
 }

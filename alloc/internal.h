@@ -452,6 +452,9 @@ typedef struct tp_tbin_s {
   int64_t out;           /* blocks filled into the bin minus blocks flushed out: stats (the
                           * bin's live blocks are out - count, its frees nalloc - that; a
                           * remote bin's only goes down and is never read) */
+  /* _tp_tbin_grow's batch test: nalloc + 1 at the last refill (0 before any), and nalloc at
+   * the last overflow (UINT64_MAX before any) */
+  uint64_t fill_mark, flush_mark;
   uint32_t cap, cls;     /* cap: entries at lo */
   tp_entry_t e[];        /* the entries the bin was created with */
 } tp_tbin_t;
@@ -545,8 +548,11 @@ tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) TP_INTERNAL;
  * group g's own bins when the thread has no room for another split site. */
 tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned c) TP_INTERNAL;
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) TP_INTERNAL;
-/* Bin b, full, doubles its room instead of flushing, when this thread may cache all it has room
- * for and its class lets it grow (tcache_grow); 0 when it cannot. */
+/* Bin b, full, doubles its room instead of flushing, when it overflows a second time with no
+ * pop since the first and was popped from since its last refill (a batch allocated here and
+ * freed again: not a thread that frees what others allocate, nor one whose frees and mallocs
+ * alternate), this thread may cache all it has room for and its class lets it grow
+ * (tcache_grow); 0 when it does not. */
 int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) TP_INTERNAL;
 /* A free of a block whose slab another thread fills from: into the remote bin of (g, c), which
  * goes back to the slabs when full; straight back when there is no room for one. */

@@ -169,6 +169,7 @@ static tp_tbin_t *bin_new(unsigned c, unsigned cap, unsigned limit) {
   b->cls = c;
   b->top = b->lo = b->e;
   b->end = b->e + limit;
+  b->flush_mark = UINT64_MAX;
   return b;
 }
 
@@ -193,6 +194,9 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
 int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) {
   unsigned c = b->cls, cap = b->cap, grow = _tp_classes[c].tcache_grow;
   if (!real_bin(b) || cap >= grow || _tp_tbin_limit(b) != cap || tc->dead) return 0;
+  /* Popped from since the first overflow (frees and mallocs in turn), never refilled or not
+   * popped from since (frees of blocks other threads or sites allocated): no batch. */
+  if (b->nalloc != b->flush_mark || b->fill_mark == 0 || b->nalloc < b->fill_mark) return 0;
   if (cap <= _tp_classes[c].tcache_limit) { /* its first growth */
     if (tc->grown_bins >= TP_GROWN_BINS) return 0;
     tc->grown_bins++;

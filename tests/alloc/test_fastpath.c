@@ -402,8 +402,9 @@ Test(sentinel, a_thread_has_at_most_TP_BIG_BINS_large_kilobyte_bins) {
   cr_assert_eq(small, 2 * TP_BIG_BINS);
 }
 
-/* A bin that keeps overflowing grows (doubling) instead of sending half its blocks back, up to
- * its class's tcache_grow: a batch of hundreds of blocks freed and allocated again cycles
+/* A bin that keeps overflowing in a batch of frees grows (doubling) instead of sending half its
+ * blocks back, up to its class's tcache_grow: after the first batch (one overflow sends half
+ * back, the next grows the bin), a batch of hundreds of blocks allocated and freed again cycles
  * through the thread's cache. */
 Test(grow, a_batch_freed_and_allocated_again_cycles_through_a_grown_bin) {
   enum { N = 400 };
@@ -413,6 +414,9 @@ Test(grow, a_batch_freed_and_allocated_again_cycles_through_a_grown_bin) {
   tp_tbin_t *bin = _tp_tc->groups[s->group]->bins[s->cls];
   const tp_class_t *k = &_tp_classes[s->cls];
   cr_assert_geq(k->tcache_grow, N, "class %u grows to %u only", k->size, k->tcache_grow);
+  for (int i = 0; i < N; i++) tp_free(a[i]); /* the first batch */
+  cr_assert_gt(bin->cap, k->tcache_limit, "the first batch of %d frees did not grow the bin", N);
+  for (int i = 0; i < N; i++) a[i] = tp_malloc(64);
   unsigned before = _tp_tbin_count(bin);
   for (int i = 0; i < N; i++) tp_free(a[i]);
   cr_assert_eq(_tp_tbin_count(bin), before + N, "the bin sent freed blocks back (holds %u of %d)",
@@ -496,4 +500,37 @@ Test(grow, a_recycled_record_counts_the_grown_bins_it_keeps) {
     cr_assert_eq(r[0], r[1], "the record counts %u grown bins and holds %u", r[0], r[1]);
     cr_assert_geq(r[1], 1);
   }
+}
+
+/* Bins that only take frees of blocks other threads allocated, or whose frees and mallocs
+ * alternate, never grow: growing them would hold blocks back from the slabs the program
+ * allocates from. */
+static void *given[1000];
+static void *alloc_given(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 1000; i++) given[i] = tp_malloc(96);
+  return NULL;
+}
+Test(grow, bins_that_only_free_or_alternate_do_not_grow) {
+  pthread_t t;
+  pthread_create(&t, NULL, alloc_given, NULL);
+  pthread_join(t, NULL);
+  for (int i = 0; i < 1000; i++) tp_free(given[i]); /* blocks of another thread's slabs */
+  cr_assert_eq(_tp_tc->grown_bins, 0, "a bin of frees only grew");
+  enum { N = 3000 };
+  static void *a[N];
+  int n = 0;
+  for (int i = 0; i < 200; i++) a[n++] = tp_malloc(48);
+  tp_slab_t *s = _tp_slab_of(a[0]);
+  tp_tbin_t *bin = _tp_tc->groups[s->group]->bins[s->cls];
+  /* Two frees and a malloc at a time: the bin overflows again and again, with pops between. */
+  int lo = 0;
+  for (int i = 0; i < 900 && lo + 2 <= n; i++) {
+    tp_free(a[lo++]);
+    tp_free(a[lo++]);
+    a[n++] = tp_malloc(48);
+  }
+  cr_assert_eq(bin->cap, _tp_classes[s->cls].tcache_limit, "a bin whose frees and mallocs alternate grew to %u", bin->cap);
+  cr_assert_eq(_tp_tc->grown_bins, 0);
+  while (lo < n) tp_free(a[lo++]);
 }

@@ -23,8 +23,10 @@ cd "$bdir"
 # (ASan must come first), or run programs under other allocators: the `preload` label
 # (tests/integration), *preload* names (tests/alloc, tools run), bench_smoke (workloads under
 # LD_PRELOAD), tools.compare* (valgrind + preload), tools.install* (links a consumer to the
-# installed .so); and the fuzz runs, which build their own sanitized binaries.
-exclude='preload|^bench_smoke$|^tools\.compare|^tools\.install|fuzz'
+# installed .so), tools.pool_reserve* (lists a process it starts preloaded), tools.profile_plan*
+# and tools.stats_text* (run programs with the library preloaded); and the fuzz runs, which
+# build their own sanitized binaries.
+exclude='preload|^bench_smoke$|^tools\.(compare|install|pool_reserve|profile_plan|stats_text)|fuzz'
 n=$(ctest -N -LE preload -E "$exclude" | awk '/Total Tests:/ {print $3}')
 [ "${n:-0}" -gt 0 ] || { echo "test-asan: FAIL: no tests to run in $bdir (are the unit tests built?)" >&2; exit 1; }
 echo "test-asan: running $n tests under ASan+UBSan (excluded: label preload, names matching '$exclude')"

@@ -182,14 +182,20 @@ static unsigned nstart_pages;
 static int heap_grown; /* the heap has passed start_kb: no new start pages */
 static size_t heap_used_bytes; /* slot runs and large runs carved now (heap lock) */
 static size_t promoted_room; /* free slots start pages had when collapsed (bytes) */
-static void promote_start_pages(void) {
-  heap_grown = 1;
+/* Bytes of the hpages the heap holds backed, of every source. */
+static size_t backed_bytes(void) {
   size_t backed = 0;
   for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
+  return backed * TP_HPAGE;
+}
+
+static void promote_start_pages(void) {
+  heap_grown = 1;
+  size_t backed = backed_bytes();
   for (unsigned i = 0; i < nstart_pages; i++) {
     tp_hpage_t *h = start_pages[i];
     if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE) continue;
-    if (!_tp_policy_promote_start(h->nused, backed * TP_HPAGE, promoted_room)) continue;
+    if (!_tp_policy_promote_start(h->nused, backed, promoted_room)) continue;
     promoted_room += (size_t)(TP_SLOTS - h->nused) * TP_SLOT;
     h->start = 0;
     if (_tp_os_hooks.promote((void *)h->addr) != 0) continue;
@@ -258,11 +264,6 @@ static void decommit(tp_hpage_t *h) {
  * of source TP_SRC_1G, used first. A 1 GiB page cannot be given back in parts, so they are
  * kept until exit (they never decay, whatever retain_mb says). */
 #define TP_GIB ((size_t)1 << 30)
-static size_t backed_bytes(void) {
-  size_t backed = 0;
-  for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
-  return backed * TP_HPAGE;
-}
 
 static tp_hpage_t *grow_1g(void) {
   if (_tp_opt.gpages == TP_GPAGES_OFF || _tp_os_hooks.back_1g == NULL || backed_bytes() < _tp_opt.gpage_bytes)

@@ -182,7 +182,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       }
       b->top = b->lo + n;
       b->out += n;
-      b->fill_mark = b->nalloc + 1;
+      b->fill_mark = b->nalloc;
     }
     e = *--b->top;
     b->nalloc++;

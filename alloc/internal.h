@@ -452,8 +452,8 @@ typedef struct tp_tbin_s {
   int64_t out;           /* blocks filled into the bin minus blocks flushed out: stats (the
                           * bin's live blocks are out - count, its frees nalloc - that; a
                           * remote bin's only goes down and is never read) */
-  /* _tp_tbin_grow's batch test: nalloc + 1 at the last refill (0 before any), and nalloc at
-   * the last overflow (UINT64_MAX before any) */
+  /* _tp_tbin_grow's batch test: nalloc at the last refill and at the last overflow
+   * (UINT64_MAX before any) */
   uint64_t fill_mark, flush_mark;
   uint32_t cap, cls;     /* cap: entries at lo */
   tp_entry_t e[];        /* the entries the bin was created with */

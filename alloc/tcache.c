@@ -169,7 +169,7 @@ static tp_tbin_t *bin_new(unsigned c, unsigned cap, unsigned limit) {
   b->cls = c;
   b->top = b->lo = b->e;
   b->end = b->e + limit;
-  b->flush_mark = UINT64_MAX;
+  b->fill_mark = b->flush_mark = UINT64_MAX;
   return b;
 }
 
@@ -196,7 +196,7 @@ int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) {
   if (!real_bin(b) || cap >= grow || _tp_tbin_limit(b) != cap || tc->dead) return 0;
   /* Popped from since the first overflow (frees and mallocs in turn), never refilled or not
    * popped from since (frees of blocks other threads or sites allocated): no batch. */
-  if (b->nalloc != b->flush_mark || b->fill_mark == 0 || b->nalloc < b->fill_mark) return 0;
+  if (b->nalloc != b->flush_mark || b->nalloc <= b->fill_mark) return 0;
   if (cap <= _tp_classes[c].tcache_limit) { /* its first growth */
     if (tc->grown_bins >= TP_GROWN_BINS) return 0;
     tc->grown_bins++;
@@ -206,9 +206,8 @@ int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) {
   if (e == NULL) return 0;
   memcpy(e, b->lo, count * sizeof *e);
   tp_entry_t *old = b->lo;
-  /* Stats may read the bin from another thread (add_counters): it sees the count as 0 for a
-   * moment, never top and lo of different arrays. */
-  b->top = old;
+  /* Stats may read the bin from another thread meanwhile: bin_count_racy reads a top and lo of
+   * different arrays as 0. */
   __atomic_store_n(&b->lo, e, __ATOMIC_RELEASE);
   b->cap = ncap;
   b->end = e + ncap;

@@ -18,12 +18,14 @@ void _tp_filler_insert(tp_filler_t *f, tp_hpage_t *h) {
   TP_LIST_PUSH(&f->bucket[h->nused], h, next, prev);
   h->listed = TP_LIST_FILLER;
   f->hpages++;
+  f->used += h->nused;
 }
 
 void _tp_filler_remove(tp_filler_t *f, tp_hpage_t *h) {
   TP_LIST_UNLINK(&f->bucket[h->nused], h, next, prev);
   h->listed = TP_LIST_NONE;
   f->hpages--;
+  f->used -= h->nused;
 }
 
 tp_hpage_t *_tp_filler_pick_within(tp_filler_t *f, unsigned n, int min_used, int max_used, int skip_4k, int *slot) {
@@ -50,6 +52,11 @@ void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n,
   if (listed) TP_LIST_UNLINK(&f->bucket[h->nused], h, next, prev);
   if (u) h->used_mask |= bits;
   else h->used_mask &= ~bits;
+  unsigned before = h->nused;
   h->nused = (uint16_t)__builtin_popcount(h->used_mask);
-  if (listed) TP_LIST_PUSH(&f->bucket[h->nused], h, next, prev);
+  if (listed) {
+    TP_LIST_PUSH(&f->bucket[h->nused], h, next, prev);
+    f->used += h->nused;
+    f->used -= before;
+  }
 }

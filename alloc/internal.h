@@ -119,6 +119,7 @@ int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) 
 int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
 int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
 int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTERNAL;
+int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;
 /* A block freed by a thread that does not fill from its slab goes back to the slab (through
  * the thread's remote bin) rather than into its cache, when blocks of its size share cache
  * lines: reused by this thread, it would share a line with blocks the filling thread writes
@@ -292,6 +293,7 @@ static inline tp_hpage_t *_tp_hpage_of(const void *p) {
 typedef struct tp_filler_s {
   tp_hpage_t *bucket[TP_SLOTS + 1]; /* by nused; bucket[TP_SLOTS] holds full hpages */
   size_t hpages;
+  size_t used;                      /* slots used in its hpages */
 } tp_filler_t;
 
 int _tp_slots_find_run(uint32_t used_mask, unsigned n); /* first index of n free slots, -1 */

@@ -48,6 +48,12 @@ int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) {
   return !explicit_ && exclusive && since_refill > TP_LEND_REFILLS;
 }
 
+/* Other groups' holes are filled (heap.c, borrow_holes) once the free slots of the huge pages
+ * carved into slot runs are at least one huge page and an eighth of those pages. */
+int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) {
+  return hole_bytes >= TP_HPAGE && hole_bytes * 8 >= page_bytes;
+}
+
 /* A bin is hot while its group is in use: not idle (an exited thread's group), refilled within
  * TP_IDLE_REFILLS refills of the process, not joined to another group. */
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) {

@@ -165,10 +165,8 @@ void tp_stats_print(FILE *out, int json) {
   for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
     tp_group_t *g = _tp_groups[i];
     if (g == NULL || (atomic_load(&g->slab_bytes) == 0 && g->filler.hpages == 0)) continue;
-    size_t used = 0;
     _tp_lock(&_tp_heap_lock);
-    for (unsigned n = 0; n <= TP_SLOTS; n++)
-      for (tp_hpage_t *h = g->filler.bucket[n]; h; h = h->next) used += n;
+    size_t used = g->filler.used;
     _tp_unlock(&_tp_heap_lock);
     fprintf(out, "tlbpack:   group %-4u %-24s %s slab_kb %zu own_hpages %zu (slots used %zu of %zu)\n", i,
             g->name, g->exclusive ? "exclusive" : "shared   ", atomic_load(&g->slab_bytes) >> 10,

@@ -554,6 +554,59 @@ Test(site, the_shared_group_fills_an_idle_groups_huge_page_before_taking_a_new_o
   tp_group_destroy(ex);
 }
 
+/* Other groups' holes (heap.c, borrow_holes; policy.c, _tp_policy_fill_holes): while the free
+ * slots of the heap's huge pages are at least a page and an eighth of them, a site group that
+ * became exclusive puts its slabs into those holes instead of taking a page of its own; an
+ * explicit group never does. */
+static size_t backed_pages(void) {
+  size_t n = 0;
+  for (int s = 0; s < TP_SRC_COUNT; s++) n += _tp_heap_ctr.pages_by_source[s];
+  return n;
+}
+
+static size_t heap_holes(void) {
+  size_t holes = 0;
+  for (unsigned i = 0; i < TP_MAX_GROUPS; i++)
+    if (_tp_groups[i] && !_tp_groups[i]->explicit_) holes += _tp_groups[i]->filler.hpages * TP_SLOTS - _tp_groups[i]->filler.used;
+  return holes;
+}
+
+Test(site, an_exclusive_group_fills_other_groups_holes_before_taking_a_new_page) {
+  _tp_opt.pool = TP_POOL_THP;
+  _tp_opt.exclusive_bytes = (size_t)64 << 10;
+  enum { NB = 4 * 128, MAXN = 40000 }; /* 16 KiB blocks, four per slab: 128 slabs, four pages */
+  static void *big[NB], *mine[MAXN];
+  for (int i = 0; i < NB; i++) big[i] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0);
+  for (int i = 0; i < NB; i++)
+    if (((uintptr_t)big[i] >> TP_SLOT_SHIFT) & 1) tp_free(big[i]); /* the slabs of odd slots emptied */
+  unsigned c = _tp_class_of(16000);
+  _tp_tbin_flush(_tp_tc, TP_SHARED_GROUP, c, _tp_tc->groups[TP_SHARED_GROUP]->bins[c], 0);
+  size_t holes = heap_holes(), pages = backed_pages();
+  cr_assert_geq(holes, 64, "only %zu free slots in the heap's pages after emptying 64 slabs", holes);
+  /* A site grows up and becomes exclusive: its slabs go into the holes, and no page is taken. */
+  uintptr_t site = 0x6c0000;
+  int n = 0;
+  unsigned g = TP_SHARED_GROUP;
+  for (; n < MAXN && (g == TP_SHARED_GROUP || _tp_groups[g]->slab_bytes < 24 * TP_SLOT); n++) {
+    mine[n] = _tp_malloc_site(48, site); /* 24 slabs: 40 free slots left, an eighth of 40 pages */
+    g = slab_group(mine[n]);
+  }
+  cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
+  cr_assert(_tp_groups[g]->exclusive, "group %u is not exclusive after %zu bytes of slabs", g, (size_t)_tp_groups[g]->slab_bytes);
+  cr_assert_eq(backed_pages(), pages, "the heap took %zu pages while %zu slots were free", backed_pages() - pages, heap_holes());
+  cr_assert_eq(_tp_groups[g]->filler.hpages, 0, "the site took %zu pages of its own", _tp_groups[g]->filler.hpages);
+  /* An explicit group takes a page of its own all the same. */
+  tp_group_t *ex = tp_group_create("explicit");
+  void *e = tp_group_malloc(ex, 48);
+  cr_assert_eq(_tp_hpage_of(e)->owner, ex->id, "the explicit group's block is on a page of group %u",
+               _tp_hpage_of(e)->owner);
+  tp_free(e);
+  tp_group_destroy(ex);
+  for (int i = 0; i < n; i++) tp_free(mine[i]);
+  for (int i = 0; i < NB; i++)
+    if (!(((uintptr_t)big[i] >> TP_SLOT_SHIFT) & 1)) tp_free(big[i]);
+}
+
 /* Threads side by side (slab.c, pick_partial): two threads allocating one class of one site
  * group fill from slabs of their own, so no line of live bytes or of small objects is written
  * by both; a thread that exits leaves its slabs to the next. */

@@ -159,3 +159,10 @@ Test(policy, only_a_non_explicit_exclusive_group_that_stopped_filling_lends_its_
   cr_assert_not(_tp_policy_lend(1, 1, 1u << 30), "an explicit group's pages are its own");
   cr_assert_not(_tp_policy_lend(0, 0, 1u << 30), "a young group owns no pages");
 }
+
+Test(policy, other_groups_holes_are_filled_from_a_page_of_them_and_an_eighth_of_the_pages) {
+  cr_assert(_tp_policy_fill_holes(TP_HPAGE, 8 * TP_HPAGE));
+  cr_assert_not(_tp_policy_fill_holes(TP_HPAGE - TP_SLOT, 4 * TP_HPAGE), "under one page of holes");
+  cr_assert_not(_tp_policy_fill_holes(TP_HPAGE, 9 * TP_HPAGE), "under an eighth of the pages");
+  cr_assert(_tp_policy_fill_holes(10 * TP_HPAGE, 80 * TP_HPAGE));
+}

@@ -198,3 +198,19 @@ Test(filler, buckets_follow_slot_use_and_full_pages_are_skipped) {
   _tp_filler_remove(&f, &fake[1]);
   cr_assert_eq(f.hpages, 1);
 }
+
+/* The filler counts the slots used in its hpages (heap.c sums the holes from it). */
+Test(filler, counts_the_slots_used_in_its_pages) {
+  tp_filler_t f = {0};
+  _tp_filler_update(&f, &fake[2], 0, 3, 1); /* not listed yet: not counted */
+  cr_assert_eq(f.used, 0);
+  _tp_filler_insert(&f, &fake[2]);
+  cr_assert_eq(f.used, 3, "inserting a page with 3 slots used counts %zu", f.used);
+  _tp_filler_insert(&f, &fake[0]);
+  _tp_filler_update(&f, &fake[0], 0, 32, 1);
+  _tp_filler_update(&f, &fake[0], 4, 2, 0);
+  _tp_filler_update(&f, &fake[2], 2, 2, 1); /* slot 2 was used already: one more */
+  cr_assert_eq(f.used, 30 + 4, "counts %zu", f.used);
+  _tp_filler_remove(&f, &fake[0]);
+  cr_assert_eq(f.used, 4, "after removing a page of 30: %zu", f.used);
+}

@@ -455,6 +455,16 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
   }
   if (_tp_policy_realloc_keeps(s->kind == TP_SLAB_SMALL, old, size)) return p;
   unsigned grp = g < 0 ? s->group : (unsigned)g;
+  /* A medium block that grows takes the free slots after it, where it is, without a copy (a
+   * buffer grown 4 KiB at a time to 1 MiB was copied every 64 KiB: 8.8 MB of copies). */
+  if (s->kind == TP_SLAB_MEDIUM && size > old && size <= TP_MEDIUM_MAX && grp == s->group &&
+      _tp_run_grow(s, (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT))) {
+    tp_tcache_t *tc = _tp_tcache_get();
+    tc->bytes_alloc += s->size - old;
+    tc->live_bytes += (ptrdiff_t)(s->size - old);
+    _tp_stats_out((ptrdiff_t)(s->size - old));
+    return p;
+  }
   void *q = NULL;
   /* The malloc hit on the group's own bins (the thread's static empty ones before it used the
    * group, and always empty for an ordered group); a group destroyed since is a miss. */

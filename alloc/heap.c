@@ -594,6 +594,28 @@ void _tp_run_release(tp_slab_t *s) {
   _tp_meta_free(s, s->meta_size);
 }
 
+int _tp_run_grow(tp_slab_t *s, unsigned n) {
+  unsigned first = s->first_slot, have = s->nslots;
+  if (s->kind != TP_SLAB_MEDIUM || n <= have || first + n > TP_SLOTS) return 0;
+  uint32_t bits = (((uint32_t)1 << (n - have)) - 1) << (first + have); /* n - have < 32 */
+  tp_hpage_t *h = s->hp;
+  tp_group_t *g = _tp_groups[s->group];
+  _tp_lock(&_tp_heap_lock);
+  int ok = (h->used_mask & bits) == 0;
+  if (ok) {
+    _tp_filler_update(&_tp_groups[h->owner]->filler, h, first + have, n - have, 1);
+    h->fresh_mask &= ~bits;
+    heap_used_bytes += (size_t)(n - have) * TP_SLOT;
+    size_t bytes = atomic_fetch_add(&g->slab_bytes, (n - have) * TP_SLOT) + (n - have) * TP_SLOT;
+    if (becomes_exclusive(g, bytes)) g->exclusive = 1;
+    s->nslots = (uint8_t)n;
+    s->size = n * (uint32_t)TP_SLOT;
+    for (unsigned i = first + have; i < first + n; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
+  }
+  _tp_unlock(&_tp_heap_lock);
+  return ok;
+}
+
 void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) {
   for (unsigned c = 0; c < nchunks; c++) {
     uintptr_t lim = (c == nchunks - 1) ? cursor : chunks[c].end;

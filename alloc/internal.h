@@ -414,6 +414,9 @@ extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
 tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size) TP_INTERNAL;
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
+/* Grows a medium run (one block, its caller's) in place to n slots when the slots after it in
+ * its hpage are free; returns 1 when it did (its size is then n slots), 0 when they are not. */
+int _tp_run_grow(tp_slab_t *s, unsigned n) TP_INTERNAL;
 
 /* ---- slabs and bins (slab.c) --------------------------------------------------------- */
 /* Moves at least `want` objects (when memory allows) and at most `room` of class c of group g

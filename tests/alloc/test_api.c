@@ -297,3 +297,49 @@ Test(api, realloc_shrinking_into_a_smaller_class_moves_the_block) {
   for (int i = 0; i < 104; i++) cr_assert_eq(q[i], (char)i);
   tp_free(q);
 }
+
+/* A medium block that grows takes the free slots after it in place (heap.c, _tp_run_grow):
+ * same address, contents kept, its slots counted; where the next slot is taken, it moves. */
+Test(api, realloc_grows_a_medium_block_in_place_while_the_next_slots_are_free) {
+  size_t before = 0, after = 0;
+  tp_stats_t st;
+  char *p = tp_malloc(300 << 10); /* 5 slots */
+  tp_slab_t *s = _tp_slab_of(p);
+  cr_assert_eq(s->kind, TP_SLAB_MEDIUM);
+  cr_assert_leq(s->first_slot + 8u, TP_SLOTS, "the run starts at slot %u: no room after it to test", s->first_slot);
+  tp_hpage_t *h = s->hp;
+  for (unsigned i = s->first_slot + 5u; i < s->first_slot + 8u; i++)
+    cr_assert_null(h->slot_slab[i], "slot %u after the new run is taken", i);
+  memset(p, 7, 300 << 10);
+  size_t slabs = _tp_groups[s->group]->slab_bytes;
+  tp_stats_get(&st);
+  before = st.live_bytes;
+  char *q = tp_realloc(p, 440 << 10); /* 7 slots */
+  cr_assert_eq(q, p, "the block moved although the slots after it were free");
+  cr_assert_eq(s->nslots, 7);
+  cr_assert_eq(tp_malloc_usable_size(q), (size_t)7 << 16);
+  cr_assert_eq(_tp_slab_of(q + (430 << 10)), s, "the page map does not know the new slots");
+  cr_assert_eq(_tp_groups[s->group]->slab_bytes, slabs + 2 * TP_SLOT);
+  tp_stats_get(&st);
+  after = st.live_bytes;
+  cr_assert_eq(after - before, (size_t)2 << 16, "live bytes grew by %zu", after - before);
+  for (size_t i = 0; i < (300 << 10); i += 4096) cr_assert_eq(q[i], 7);
+  memset(q, 8, 440 << 10);
+  /* The slot after it taken: the block moves, contents kept, and its old slots are freed. */
+  void *next = (void *)(s->base + 7 * TP_SLOT);
+  enum { K = 64 };
+  void *m[K];
+  int nm = 0, blocked = 0;
+  while (nm < K && !blocked) { /* 2-slot blocks until one lands right after the run */
+    m[nm] = tp_malloc((64 << 10) + 1);
+    blocked = _tp_slab_of(m[nm])->base == (uintptr_t)next;
+    nm++;
+  }
+  cr_assert(blocked, "none of %d medium blocks landed right after the run", nm);
+  char *r = tp_realloc(q, 600 << 10);
+  cr_assert_neq(r, q, "grew over the block after it");
+  for (size_t i = 0; i < (440 << 10); i += 4096) cr_assert_eq(r[i], 8);
+  cr_assert_null(_tp_slab_of(q), "the old run's slots still map to a slab");
+  tp_free(r);
+  for (int i = 0; i < nm; i++) tp_free(m[i]);
+}

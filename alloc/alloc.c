@@ -455,14 +455,19 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
   }
   if (_tp_policy_realloc_keeps(s->kind == TP_SLAB_SMALL, old, size)) return p;
   unsigned grp = g < 0 ? s->group : (unsigned)g;
-  /* A medium block that grows takes the free slots after it, where it is, without a copy (a
-   * buffer grown 4 KiB at a time to 1 MiB was copied every 64 KiB: 8.8 MB of copies). */
-  if (s->kind == TP_SLAB_MEDIUM && size > old && size <= TP_MEDIUM_MAX && grp == s->group &&
-      _tp_run_grow(s, (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT))) {
+  /* A medium or large block that grows takes the free slots or hpages after it, where it is,
+   * without a copy (a buffer grown 4 KiB at a time to 1 MiB was copied every 64 KiB: 8.8 MB
+   * of copies). */
+  if (size > old && grp == s->group &&
+      ((s->kind == TP_SLAB_MEDIUM && size <= TP_MEDIUM_MAX &&
+        _tp_run_grow(s, (size + TP_SLOT - 1) >> TP_SLOT_SHIFT)) ||
+       (s->kind == TP_SLAB_LARGE && size <= ((size_t)1 << 46) &&
+        _tp_run_grow(s, (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT)))) {
+    size_t grown = slab_usable(s) - old;
     tp_tcache_t *tc = _tp_tcache_get();
-    tc->bytes_alloc += s->size - old;
-    tc->live_bytes += (ptrdiff_t)(s->size - old);
-    _tp_stats_out((ptrdiff_t)(s->size - old));
+    tc->bytes_alloc += grown;
+    tc->live_bytes += (ptrdiff_t)grown;
+    _tp_stats_out((ptrdiff_t)grown);
     return p;
   }
   void *q = NULL;

@@ -594,7 +594,55 @@ void _tp_run_release(tp_slab_t *s) {
   _tp_meta_free(s, s->meta_size);
 }
 
-int _tp_run_grow(tp_slab_t *s, unsigned n) {
+/* A large run of s->nhpages grows to n hpages in place when the hpages after it are reserved
+ * and unused: retained or decommitted ones (on the lists), or never-used ones at the cursor,
+ * which then moves past them (heap lock held). */
+static int grow_large(tp_slab_t *s, size_t n) {
+  uintptr_t end = s->base + (uintptr_t)s->nhpages * TP_HPAGE, new_end = s->base + (uintptr_t)n * TP_HPAGE;
+  if (new_end < end || (new_end >> 47) != 0) return 0;
+  int at_cursor = end <= cursor && cursor < new_end;
+  if (at_cursor && new_end > cursor_end) return 0;
+  for (uintptr_t a = end; a < new_end; a += TP_HPAGE) {
+    tp_hpage_t *x = _tp_hpage_of((void *)a);
+    if (x == NULL || (x->state != TP_HP_FREE && x->state != TP_HP_EMPTY)) return 0;
+    /* Past the cursor, only its own chunk's never-used hpages, taken from the cursor on. */
+    if (a >= cursor && a < cursor_end && !at_cursor) return 0;
+    if (x->listed == TP_LIST_NONE && !(a >= cursor && a < cursor_end)) return 0;
+  }
+  size_t adding = (size_t)(new_end - end);
+  for (uintptr_t a = end; a < new_end; a += TP_HPAGE) {
+    tp_hpage_t *x = _tp_hpage_of((void *)a);
+    take_off_list(x);
+    if (x->state == TP_HP_FREE && back(x, adding) != 0) {
+      /* Out of memory even for 4 KiB pages: what was taken goes back as it was. */
+      for (uintptr_t b = end; b < a; b += TP_HPAGE) make_empty(_tp_hpage_of((void *)b));
+      for (uintptr_t b = a; b < new_end; b += TP_HPAGE) {
+        tp_hpage_t *y = _tp_hpage_of((void *)b);
+        if (b >= cursor && b < cursor_end) continue; /* never used: stays past the cursor */
+        if (y->listed == TP_LIST_NONE) put_on_list(y, y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
+      }
+      if (at_cursor && a > cursor) cursor = a; /* never-used ones before a are on the lists now */
+      return 0;
+    }
+    x->state = TP_HP_LARGE_TAIL;
+    x->fresh_mask = 0;
+    x->used_mask = TP_ALL_SLOTS;
+    x->nused = TP_SLOTS;
+  }
+  if (at_cursor) cursor = new_end;
+  heap_used_bytes += adding;
+  s->nhpages = (uint32_t)n;
+  return 1;
+}
+
+int _tp_run_grow(tp_slab_t *s, size_t n) {
+  if (s->kind == TP_SLAB_LARGE) {
+    if (n <= s->nhpages || n > UINT32_MAX) return 0;
+    _tp_lock(&_tp_heap_lock);
+    int ok = grow_large(s, n);
+    _tp_unlock(&_tp_heap_lock);
+    return ok;
+  }
   unsigned first = s->first_slot, have = s->nslots;
   if (s->kind != TP_SLAB_MEDIUM || n <= have || first + n > TP_SLOTS) return 0;
   uint32_t bits = (((uint32_t)1 << (n - have)) - 1) << (first + have); /* n - have < 32 */
@@ -603,13 +651,13 @@ int _tp_run_grow(tp_slab_t *s, unsigned n) {
   _tp_lock(&_tp_heap_lock);
   int ok = (h->used_mask & bits) == 0;
   if (ok) {
-    _tp_filler_update(&_tp_groups[h->owner]->filler, h, first + have, n - have, 1);
+    _tp_filler_update(&_tp_groups[h->owner]->filler, h, first + have, (unsigned)(n - have), 1);
     h->fresh_mask &= ~bits;
     heap_used_bytes += (size_t)(n - have) * TP_SLOT;
     size_t bytes = atomic_fetch_add(&g->slab_bytes, (n - have) * TP_SLOT) + (n - have) * TP_SLOT;
     if (becomes_exclusive(g, bytes)) g->exclusive = 1;
     s->nslots = (uint8_t)n;
-    s->size = n * (uint32_t)TP_SLOT;
+    s->size = (uint32_t)(n * TP_SLOT);
     for (unsigned i = first + have; i < first + n; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
   }
   _tp_unlock(&_tp_heap_lock);

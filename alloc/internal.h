@@ -415,8 +415,9 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
 /* Grows a medium run (one block, its caller's) in place to n slots when the slots after it in
- * its hpage are free; returns 1 when it did (its size is then n slots), 0 when they are not. */
-int _tp_run_grow(tp_slab_t *s, unsigned n) TP_INTERNAL;
+ * its hpage are free, or a large run to n hpages when the hpages after it are reserved and
+ * unused; returns 1 when it did (the run is then that long), 0 when it could not. */
+int _tp_run_grow(tp_slab_t *s, size_t n) TP_INTERNAL;
 
 /* ---- slabs and bins (slab.c) --------------------------------------------------------- */
 /* Moves at least `want` objects (when memory allows) and at most `room` of class c of group g

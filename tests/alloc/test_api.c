@@ -343,3 +343,19 @@ Test(api, realloc_grows_a_medium_block_in_place_while_the_next_slots_are_free) {
   tp_free(r);
   for (int i = 0; i < nm; i++) tp_free(m[i]);
 }
+
+/* A large block grown by realloc (in place or not) keeps its contents and its new size. */
+Test(api, realloc_grows_a_large_block_keeping_its_contents) {
+  size_t a = (size_t)3 << 20, b = (size_t)7 << 20;
+  unsigned char *p = tp_malloc(a);
+  for (size_t i = 0; i < a; i += 4096) p[i] = (unsigned char)(i >> 12);
+  unsigned char *q = tp_realloc(p, b);
+  cr_assert_not_null(q);
+  cr_assert_geq(tp_malloc_usable_size(q), b);
+  for (size_t i = 0; i < a; i += 4096) cr_assert_eq(q[i], (unsigned char)(i >> 12), "byte %zu changed", i);
+  memset(q + a, 1, b - a);
+  unsigned char *r = tp_realloc(q, (size_t)12 << 20);
+  cr_assert_eq(r[b - 1], 1);
+  cr_assert_eq(r[4096], 1);
+  tp_free(r);
+}

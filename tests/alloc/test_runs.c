@@ -10,6 +10,7 @@
 
 static struct {
   size_t reserves, backs, decommits, promotes;
+  size_t fail_at; /* when set, the fail_at-th back and those after it fail */
   uintptr_t lo, hi; /* everything the fake reserve handed out */
 } fake;
 
@@ -26,7 +27,7 @@ static void *fake_reserve(void *hint, size_t len, size_t align) {
 static int fake_back(void *addr, int want, unsigned *fallbacks, int node) {
   (void)addr, (void)want, (void)fallbacks, (void)node;
   fake.backs++;
-  return TP_SRC_THP;
+  return fake.fail_at && fake.backs >= fake.fail_at ? TP_SRC_NONE : TP_SRC_THP;
 }
 static void fake_decommit(void *addr, size_t len) {
   (void)addr;
@@ -144,5 +145,83 @@ Test(runs, retained_empty_hpages_are_reused_without_backing_again) {
   cr_assert_eq(t->hp, h);
   cr_assert_eq(fake.backs, 1);
   cr_assert_eq(t->zeroed, 0, "its slots were handed out before: no longer known to be zero");
+  _tp_run_release(t);
+}
+
+/* In-place growth (_tp_run_grow): a large run takes the reserved, unused hpages after it (the
+ * never-used ones at the cursor, which moves past them, or ones given back before); a medium
+ * run the free slots after it in its hpage. Never anything in use. */
+Test(runs, a_large_run_grows_over_the_unused_hpages_after_it_and_the_cursor_moves) {
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 2, TP_HPAGE, TP_BIG_META);
+  cr_assert_not_null(s);
+  _tp_run_publish(s);
+  uintptr_t base = s->base;
+  cr_assert(_tp_run_grow(s, 5), "the hpages after a run at the cursor are never used");
+  cr_assert_eq(s->nhpages, 5);
+  cr_assert_eq(fake.backs, 5);
+  for (unsigned i = 1; i < 5; i++) cr_assert_eq(_tp_hpage_of((void *)(base + i * TP_HPAGE))->state, TP_HP_LARGE_TAIL);
+  /* The next run starts after it: the cursor moved past the grown run. */
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META);
+  cr_assert_geq(t->base, base + 5 * TP_HPAGE, "a new run at %#lx inside the grown one", (unsigned long)t->base);
+  _tp_run_publish(t);
+  cr_assert_not(_tp_run_grow(s, 6 + (t->base - base - 5 * TP_HPAGE) / TP_HPAGE), "grew over a run in use");
+  cr_assert_eq(s->nhpages, 5);
+  cr_assert_eq(t->hp->state, TP_HP_LARGE);
+  _tp_run_release(s);
+  cr_assert_eq(fake.decommits, 5, "release gave back %zu hpages, not the 5 of the grown run", fake.decommits);
+  /* Given back, those hpages are free again: a run before them grows over them. */
+  tp_slab_t *u = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META);
+  cr_assert_eq(u->base, base, "the first free hpage is %#lx, not the old run's", (unsigned long)u->base);
+  cr_assert(_tp_run_grow(u, 4), "the 3 hpages after it were given back");
+  cr_assert_eq(u->nhpages, 4);
+  _tp_run_release(u);
+  _tp_run_release(t);
+}
+
+Test(runs, a_large_run_that_cannot_be_backed_grows_no_further_and_gives_back_what_it_took) {
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META);
+  _tp_run_publish(s);
+  uintptr_t base = s->base;
+  fake.fail_at = fake.backs + 3; /* the third hpage after it cannot be backed */
+  cr_assert_not(_tp_run_grow(s, 5));
+  cr_assert_eq(s->nhpages, 1);
+  cr_assert_eq(fake.decommits, 2, "the two hpages it backed were not given back (%zu)", fake.decommits);
+  fake.fail_at = 0;
+  for (unsigned i = 1; i < 5; i++)
+    cr_assert_eq(_tp_hpage_of((void *)(base + i * TP_HPAGE))->state, TP_HP_FREE, "hpage %u left in state %u", i,
+                 _tp_hpage_of((void *)(base + i * TP_HPAGE))->state);
+  /* Nothing is handed out twice: new runs of a whole hpage each, from the free list and from
+   * the cursor (slot runs), and found by address (large runs); none on another's hpage. */
+  tp_slab_t *r[8];
+  for (int i = 0; i < 8; i++) {
+    r[i] = i % 2 ? _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META)
+                 : _tp_run_new(g, TP_SLAB_MEDIUM, TP_SLOTS - 1, 0, TP_BIG_META);
+    cr_assert_not_null(r[i]);
+    cr_assert_neq(r[i]->hp, s->hp);
+    for (int j = 0; j < i; j++) cr_assert_neq(r[i]->hp, r[j]->hp, "hpage %#lx handed out twice", (unsigned long)r[i]->hp->addr);
+  }
+  for (int i = 0; i < 8; i++) _tp_run_release(r[i]);
+  _tp_run_release(s);
+}
+
+Test(runs, a_medium_run_grows_into_the_free_slots_after_it_only) {
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  _tp_run_publish(s);
+  cr_assert_eq(s->first_slot, 0);
+  cr_assert(_tp_run_grow(s, 6));
+  cr_assert_eq(s->nslots, 6);
+  cr_assert_eq(s->hp->nused, 6);
+  cr_assert_eq(atomic_load(&g->slab_bytes), 6 * TP_SLOT);
+  cr_assert_eq(_tp_slab_of((void *)(s->base + 5 * TP_SLOT)), s, "the page map does not know its new slots");
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_MEDIUM, 2, 0, TP_BIG_META);
+  _tp_run_publish(t);
+  cr_assert_eq(t->hp, s->hp);
+  cr_assert_eq(t->first_slot, 6);
+  cr_assert_not(_tp_run_grow(s, 7), "grew over the run after it");
+  cr_assert_not(_tp_run_grow(t, TP_SLOTS - 6 + 1), "grew past the end of its hpage");
+  cr_assert_eq(s->nslots, 6);
+  cr_assert_eq(_tp_slab_of((void *)t->base), t);
+  _tp_run_release(s);
+  cr_assert_eq(atomic_load(&g->slab_bytes), 2 * TP_SLOT);
   _tp_run_release(t);
 }

@@ -11,6 +11,7 @@
 static struct {
   size_t reserves, backs, decommits, promotes;
   size_t fail_at; /* when set, the fail_at-th back and those after it fail */
+  int last_want;  /* the source the last back asked for */
   uintptr_t lo, hi; /* everything the fake reserve handed out */
 } fake;
 
@@ -25,8 +26,9 @@ static void *fake_reserve(void *hint, size_t len, size_t align) {
   return (void *)a;
 }
 static int fake_back(void *addr, int want, unsigned *fallbacks, int node) {
-  (void)addr, (void)want, (void)fallbacks, (void)node;
+  (void)addr, (void)fallbacks, (void)node;
   fake.backs++;
+  fake.last_want = want;
   return fake.fail_at && fake.backs >= fake.fail_at ? TP_SRC_NONE : TP_SRC_THP;
 }
 static void fake_decommit(void *addr, size_t len) {
@@ -224,4 +226,23 @@ Test(runs, a_medium_run_grows_into_the_free_slots_after_it_only) {
   _tp_run_release(s);
   cr_assert_eq(atomic_load(&g->slab_bytes), 2 * TP_SLOT);
   _tp_run_release(t);
+}
+
+/* Under pool:auto a large run of 64 MiB or more asks for THP (faulted in as touched), a smaller
+ * one for the pool; pool:hugetlbfs asks for the pool whatever the size. */
+Test(runs, a_large_run_of_64_mib_or_more_is_backed_lazily_under_pool_auto) {
+  _tp_opt.pool = TP_POOL_AUTO;
+  _tp_opt.start_bytes = 0; /* past the start pages */
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 31, TP_HPAGE, TP_BIG_META);
+  cr_assert_not_null(s);
+  cr_assert_eq(fake.last_want, TP_SRC_HUGETLB, "a 62 MiB run asked for source %d", fake.last_want);
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 32, TP_HPAGE, TP_BIG_META);
+  cr_assert_not_null(t);
+  cr_assert_eq(fake.last_want, TP_SRC_THP, "a 64 MiB run asked for source %d", fake.last_want);
+  _tp_run_release(t);
+  _tp_opt.pool = TP_POOL_HUGETLBFS;
+  t = _tp_run_new(g, TP_SLAB_LARGE, 32, TP_HPAGE, TP_BIG_META);
+  cr_assert_eq(fake.last_want, TP_SRC_HUGETLB, "pool:hugetlbfs: a 64 MiB run asked for source %d", fake.last_want);
+  _tp_run_release(t);
+  _tp_run_release(s);
 }

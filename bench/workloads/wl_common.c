@@ -314,10 +314,20 @@ static long wl_status_kb(const char *key) {
   return p ? strtol(p + strlen(key), NULL, 10) : 0;
 }
 
+static long wl_hugetlb_peak_kb;
+
+void wl_note_peak(void) {
+  long kb = wl_status_kb("HugetlbPages:");
+  long cur = __atomic_load_n(&wl_hugetlb_peak_kb, __ATOMIC_RELAXED);
+  while (kb > cur && !__atomic_compare_exchange_n(&wl_hugetlb_peak_kb, &cur, kb, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
 void wl_result(const char *name, const char *extra, const wl_hotset_t *hs) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   long htlb = wl_hugetlb_override_kb >= 0 ? wl_hugetlb_override_kb : wl_status_kb("HugetlbPages:");
+  if (wl_hugetlb_override_kb < 0 && wl_hugetlb_peak_kb > htlb) htlb = wl_hugetlb_peak_kb;
   long rss = wl_peak_rss_override_kb >= 0 ? wl_peak_rss_override_kb : ru.ru_maxrss;
   printf("RESULT workload=%s %s peak_rss_kb=%ld hugetlb_kb=%ld", name, extra ? extra : "", rss, htlb);
   if (hs)

@@ -89,6 +89,11 @@ void wl_result(const char *name, const char *extra, const wl_hotset_t *hs);
  * child program sets it from wait4). */
 extern long wl_peak_rss_override_kb;
 extern long wl_hugetlb_override_kb;  /* likewise for hugetlb_kb */
+/* Notes this process's hugetlb pages now: a workload calls it where its data is at its peak,
+ * before it frees it (any thread may). hugetlb_kb reports the most noted or held at the end:
+ * an allocator that gives pool pages back as the data is freed would otherwise be measured
+ * after it did (RSS has its kernel-kept peak, VmHWM; hugetlb pages have none). */
+void wl_note_peak(void);
 /* When set, reported as malloc_from instead of this process's own (a workload whose allocator
  * under test serves a child program, e.g. redis-server, says which object the child's malloc is). */
 extern const char *wl_malloc_from_override;

@@ -84,6 +84,7 @@ static double run_sites(void) {
     memset(live[k], (int)i, 16);
   }
   double ns = wl_now_ns() - t0;
+  wl_note_peak();
   for (unsigned long i = 0; i < NSITES * n_keep; i++) free(live[i]);
   return ns;
 }
@@ -120,6 +121,7 @@ static void *side_by_side(void *arg) {
     memset(p, (int)i, n < 16 ? n : 16);
     own[k] = p;
   }
+  wl_note_peak();
   for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
   munmap(own, n_keep * sizeof *own);
   return NULL;
@@ -169,6 +171,7 @@ static double run_two(void *(*fn)(void *)) {
   double t0 = wl_now_ns();
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   double ns = wl_now_ns() - t0;
+  wl_note_peak();
   if (fn == churn)
     for (unsigned long i = 0; i < n_keep; i++) free(table[i]);
   return ns;

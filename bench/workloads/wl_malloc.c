@@ -40,6 +40,7 @@ static double run_single(void) {
     slots[k] = p;
   }
   double ns = wl_now_ns() - t0;
+  wl_note_peak();
   for (unsigned long i = 0; i < n_live; i++) free(slots[i]);
   return ns;
 }
@@ -57,6 +58,7 @@ static void *worker(void *arg) {
   ring_t *out = rings[me], *in = rings[1 - me];
   uint64_t s = wl_seed + (uint64_t)me * 7777;
   unsigned long made = 0, freed = 0, per = n_ops / 2;
+  int noted = 0;
   while (made < per || freed < per) {
     int progress = 0;
     unsigned long h = atomic_load_explicit(&out->head, memory_order_relaxed);
@@ -76,6 +78,7 @@ static void *worker(void *arg) {
       freed++;
       progress = 1;
     }
+    if (made == per / 2 && !noted) noted = 1, wl_note_peak(); /* half way, the rings full */
     if (!progress) sched_yield();  /* 2 vCPUs shared with other work: do not spin out a slice */
   }
   return NULL;

@@ -488,6 +488,36 @@ static tp_hpage_t *find_run(size_t n, size_t align) {
   return NULL;
 }
 
+/* Takes hpages [a, a + n hpages) for a large run: reserved and unused ones, on the lists or
+ * never used past a cursor already moved beyond them. Backs the FREE ones (`adding`: the bytes
+ * the run adds, for want_source) and marks the first the run's head when `head`, the others
+ * its tail; clears *zero when one held data before. Out of memory even for 4 KiB pages: every
+ * one goes back (those taken so far empty, the others on their lists) and it returns -1. */
+static int take_run(uintptr_t a, size_t n, size_t adding, int head, int *zero) {
+  for (size_t i = 0; i < n; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+    take_off_list(x);
+    if (x->state == TP_HP_FREE) {
+      if (back(x, adding) != 0) {
+        for (size_t j = 0; j < i; j++) make_empty(_tp_hpage_of((void *)(a + j * TP_HPAGE)));
+        put_on_list(x, TP_LIST_FREE);
+        for (size_t j = i + 1; j < n; j++) {
+          tp_hpage_t *y = _tp_hpage_of((void *)(a + j * TP_HPAGE));
+          if (y->listed == TP_LIST_NONE) put_on_list(y, y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
+        }
+        return -1;
+      }
+    } else if (x->fresh_mask != TP_ALL_SLOTS) {
+      *zero = 0;
+    }
+    x->state = head && i == 0 ? TP_HP_LARGE : TP_HP_LARGE_TAIL;
+    x->fresh_mask = 0;
+    x->used_mask = TP_ALL_SLOTS;
+    x->nused = TP_SLOTS;
+  }
+  return 0;
+}
+
 /* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. */
 static void *alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroed) {
   if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
@@ -505,28 +535,7 @@ static void *alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroe
     cursor += n * TP_HPAGE;
   }
   int zero = 1;
-  for (size_t i = 0; i < n; i++) {
-    tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
-    take_off_list(x);
-    if (x->state == TP_HP_FREE) {
-      if (back(x, n * TP_HPAGE) != 0) {
-        /* Out of memory even for 4 KiB pages: undo what this call backed or took. */
-        for (size_t j = 0; j < i; j++) make_empty(_tp_hpage_of((void *)(a + j * TP_HPAGE)));
-        put_on_list(x, TP_LIST_FREE);
-        for (size_t j = i + 1; j < n; j++) {
-          tp_hpage_t *y = _tp_hpage_of((void *)(a + j * TP_HPAGE));
-          if (y->listed == TP_LIST_NONE) put_on_list(y, y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
-        }
-        return NULL;
-      }
-    } else if (x->fresh_mask != TP_ALL_SLOTS) {
-      zero = 0;
-    }
-    x->state = i == 0 ? TP_HP_LARGE : TP_HP_LARGE_TAIL;
-    x->fresh_mask = 0;
-    x->used_mask = TP_ALL_SLOTS;
-    x->nused = TP_SLOTS;
-  }
+  if (take_run(a, n, n * TP_HPAGE, 1, &zero) != 0) return NULL;
   heap_used_bytes += n * TP_HPAGE;
   *hp_out = _tp_hpage_of((void *)a);
   *zeroed = zero;
@@ -619,28 +628,10 @@ static int grow_large(tp_slab_t *s, size_t n) {
     if (a >= cursor && a < cursor_end && !at_cursor) return 0;
     if (x->listed == TP_LIST_NONE && !(a >= cursor && a < cursor_end)) return 0;
   }
-  size_t adding = (size_t)(new_end - end);
-  for (uintptr_t a = end; a < new_end; a += TP_HPAGE) {
-    tp_hpage_t *x = _tp_hpage_of((void *)a);
-    take_off_list(x);
-    if (x->state == TP_HP_FREE && back(x, adding) != 0) {
-      /* Out of memory even for 4 KiB pages: what was taken goes back as it was. */
-      for (uintptr_t b = end; b < a; b += TP_HPAGE) make_empty(_tp_hpage_of((void *)b));
-      for (uintptr_t b = a; b < new_end; b += TP_HPAGE) {
-        tp_hpage_t *y = _tp_hpage_of((void *)b);
-        if (b >= cursor && b < cursor_end) continue; /* never used: stays past the cursor */
-        if (y->listed == TP_LIST_NONE) put_on_list(y, y->state == TP_HP_EMPTY ? TP_LIST_EMPTY : TP_LIST_FREE);
-      }
-      if (at_cursor && a > cursor) cursor = a; /* never-used ones before a are on the lists now */
-      return 0;
-    }
-    x->state = TP_HP_LARGE_TAIL;
-    x->fresh_mask = 0;
-    x->used_mask = TP_ALL_SLOTS;
-    x->nused = TP_SLOTS;
-  }
-  if (at_cursor) cursor = new_end;
-  heap_used_bytes += adding;
+  if (at_cursor) cursor = new_end; /* on failure the never-used ones go on the lists */
+  int zero = 1;
+  if (take_run(end, n - s->nhpages, (size_t)(new_end - end), 0, &zero) != 0) return 0;
+  heap_used_bytes += (size_t)(new_end - end);
   s->nhpages = (uint32_t)n;
   return 1;
 }

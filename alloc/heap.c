@@ -549,10 +549,18 @@ static void free_large(tp_hpage_t *h, size_t n) {
 }
 
 /* ---- runs ---------------------------------------------------------------------------- */
-/* Whether a group that now holds `bytes` of slot runs gets hpages of its own (heap lock). */
-static int becomes_exclusive(const tp_group_t *g, size_t bytes) {
-  return _tp_policy_exclusive(g->exclusive, bytes, _tp_opt.exclusive_bytes, _tp_opt.group,
-                              g->site != 0 && _tp_key_class(g->site) >= 0);
+/* Counts `bytes` more of slot runs for group g, which gets hpages of its own once they pass
+ * its threshold (policy.c, _tp_policy_exclusive; heap lock). */
+static void add_slab_bytes(tp_group_t *g, size_t bytes) {
+  size_t total = atomic_fetch_add(&g->slab_bytes, bytes) + bytes;
+  if (_tp_policy_exclusive(g->exclusive, total, _tp_opt.exclusive_bytes, _tp_opt.group,
+                           g->site != 0 && _tp_key_class(g->site) >= 0))
+    g->exclusive = 1;
+}
+
+/* Points the page map's slots [from, to) of the run's first hpage at it. */
+static void map_slots(tp_slab_t *s, unsigned from, unsigned to) {
+  for (unsigned i = from; i < to; i++) __atomic_store_n(&s->hp->slot_slab[i], s, __ATOMIC_RELEASE);
 }
 
 const uint8_t _tp_no_live[1];
@@ -576,8 +584,7 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
     if (mem) {
       s->nslots = (uint8_t)n;
       s->first_slot = (uint8_t)slot;
-      size_t bytes = atomic_fetch_add(&g->slab_bytes, n * TP_SLOT) + n * TP_SLOT;
-      if (becomes_exclusive(g, bytes)) g->exclusive = 1;
+      add_slab_bytes(g, n * TP_SLOT);
     }
   }
   _tp_unlock(&_tp_heap_lock);
@@ -596,8 +603,8 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
 }
 
 void _tp_run_publish(tp_slab_t *s) {
-  unsigned first = s->kind == TP_SLAB_LARGE ? 0 : s->first_slot, n = s->kind == TP_SLAB_LARGE ? 1 : s->nslots;
-  for (unsigned i = first; i < first + n; i++) __atomic_store_n(&s->hp->slot_slab[i], s, __ATOMIC_RELEASE);
+  if (s->kind == TP_SLAB_LARGE) map_slots(s, 0, 1);
+  else map_slots(s, s->first_slot, s->first_slot + s->nslots);
 }
 
 void _tp_run_release(tp_slab_t *s) {
@@ -648,18 +655,16 @@ int _tp_run_grow(tp_slab_t *s, size_t n) {
   if (s->kind != TP_SLAB_MEDIUM || n <= have || first + n > TP_SLOTS) return 0;
   uint32_t bits = (((uint32_t)1 << (n - have)) - 1) << (first + have); /* n - have < 32 */
   tp_hpage_t *h = s->hp;
-  tp_group_t *g = _tp_groups[s->group];
   _tp_lock(&_tp_heap_lock);
   int ok = (h->used_mask & bits) == 0;
   if (ok) {
     _tp_filler_update(&_tp_groups[h->owner]->filler, h, first + have, (unsigned)(n - have), 1);
     h->fresh_mask &= ~bits;
     heap_used_bytes += (size_t)(n - have) * TP_SLOT;
-    size_t bytes = atomic_fetch_add(&g->slab_bytes, (n - have) * TP_SLOT) + (n - have) * TP_SLOT;
-    if (becomes_exclusive(g, bytes)) g->exclusive = 1;
+    add_slab_bytes(_tp_groups[s->group], (n - have) * TP_SLOT);
     s->nslots = (uint8_t)n;
     s->size = (uint32_t)(n * TP_SLOT);
-    for (unsigned i = first + have; i < first + n; i++) __atomic_store_n(&h->slot_slab[i], s, __ATOMIC_RELEASE);
+    map_slots(s, first + have, first + (unsigned)n);
   }
   _tp_unlock(&_tp_heap_lock);
   return ok;

@@ -23,6 +23,7 @@
 
 #define TP_HPAGE_SHIFT 21
 #define TP_HPAGE ((size_t)1 << TP_HPAGE_SHIFT)
+#define TP_GIB ((size_t)1 << 30)
 #define TP_SLOT_SHIFT 16
 #define TP_SLOT ((size_t)1 << TP_SLOT_SHIFT)
 #define TP_SLOTS (TP_HPAGE / TP_SLOT) /* 32 */
@@ -387,6 +388,8 @@ void _tp_groups_postfork(int child) TP_INTERNAL;
 /* ---- heap: address space, backing, hpage lists (heap.c) ------------------------------ */
 extern tp_lock_t _tp_heap_lock TP_INTERNAL;
 void _tp_heap_init(void) TP_INTERNAL;
+/* fork.c: the heap lock held across fork(), and the heap's pool pages moved onto THP first
+ * when the pool could not cover their copies. */
 void _tp_heap_prefork(void) TP_INTERNAL;
 void _tp_heap_postfork(int child) TP_INTERNAL;
 /* Calls fn for every heap hpage record in address order (heap lock held by caller). */

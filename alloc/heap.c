@@ -40,7 +40,7 @@ static uintptr_t cursor, cursor_end; /* never-used hpages of the newest chunk */
 static tp_hpage_t *free_list;        /* reserved, not backed (used before) */
 static tp_hpage_t *empty_list;       /* backed and empty: reused first */
 static size_t nfree_hp, nempty_hp;
-static size_t chunk_bytes = (size_t)1 << 30;
+static size_t chunk_bytes = TP_GIB;
 static void decay(void);
 
 static void push(tp_hpage_t **head, tp_hpage_t *h, int which) {
@@ -110,8 +110,8 @@ static int grow(size_t bytes, size_t align) {
   void *hint = cursor_end ? (void *)cursor_end : NULL;
   void *p = NULL;
   for (size_t len = want;; len = len / 2 > need ? len / 2 : need) {
-    if (nchunks == 0 && len >= ((size_t)1 << 30)) /* the first chunk starts a page directory */
-      p = _tp_os_hooks.reserve(hint, len, (size_t)1 << 30);
+    if (nchunks == 0 && len >= TP_GIB) /* the first chunk starts a page directory */
+      p = _tp_os_hooks.reserve(hint, len, TP_GIB);
     if (p == NULL) p = _tp_os_hooks.reserve(hint, len, TP_HPAGE);
     if (p != NULL) {
       want = len;

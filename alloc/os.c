@@ -125,10 +125,10 @@ static int windowable(uintptr_t a) {
 
 /* Maps a window over addr and its windowable neighbours in the same 1 GiB block. */
 static int open_window(void *addr) {
-  uintptr_t a = (uintptr_t)addr, block = a & ~(((uintptr_t)1 << 30) - 1);
+  uintptr_t a = (uintptr_t)addr, block = a & ~(uintptr_t)(TP_GIB - 1);
   uintptr_t lo = a, hi = a + TP_HPAGE;
   while (lo > block && windowable(lo - TP_HPAGE)) lo -= TP_HPAGE;
-  while (hi < block + ((uintptr_t)1 << 30) && windowable(hi)) hi += TP_HPAGE;
+  while (hi < block + TP_GIB && windowable(hi)) hi += TP_HPAGE;
   int fd = window_file();
   if (fd < 0) return -1;
   void *p = mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd,
@@ -385,7 +385,7 @@ void _tp_os_discover(void) {
  * a program that closes descriptors to break, and a GiB is one mapping anyway. */
 #define GPAGES_FREE "/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
 int _tp_os_back_1g(void *addr) {
-  const size_t g = (size_t)1 << 30;
+  const size_t g = TP_GIB;
   if (_tp_opt.gpages == TP_GPAGES_OFF || (_tp_opt.pool != TP_POOL_AUTO && _tp_opt.pool != TP_POOL_HUGETLBFS)) return -1;
   if (_tp_os_file_long(GPAGES_FREE, NULL) < 1) return -1;
   if (addr == NULL) return 0;

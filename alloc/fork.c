@@ -11,12 +11,6 @@
 
 #include "internal.h"
 
-static long pool_free_pages(void) { return _tp_os_file_long("/proc/meminfo", "HugePages_Free:"); }
-
-static long gpool_free_pages(void) {
-  return _tp_os_file_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", NULL);
-}
-
 /* Fork with a short pool. A private hugetlb page shared with a fork child is copied on the
  * first write to it, from the pool. With no free page the kernel either kills the child
  * (SIGBUS on its write) or, when the parent writes first, gives the page to the parent and
@@ -109,7 +103,7 @@ void _tp_heap_prefork(void) {
   _tp_heap_foreach(count_hugetlb, held);
   size_t need = held[0];
   if (need == 0 && held[1] == 0) return;
-  long avail = pool_free_pages(), avail_1g = gpool_free_pages();
+  long avail = _tp_os_pool_free(), avail_1g = _tp_os_gpool_free();
   if (avail >= 0 && (size_t)avail >= need && (held[1] == 0 || (avail_1g >= 0 && (size_t)avail_1g >= held[1]))) {
     _tp_os_forking();
     return;

@@ -267,6 +267,11 @@ long _tp_os_file_long(const char *path, const char *key) {
   return p ? strtol(p + (key ? strlen(key) : 0), NULL, 10) : -1;
 }
 
+long _tp_os_pool_free(void) { return _tp_os_file_long("/proc/meminfo", "HugePages_Free:"); }
+long _tp_os_gpool_free(void) {
+  return _tp_os_file_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", NULL);
+}
+
 /* Whether claiming a pool page now could leave a shared page without its copy. */
 static int cow_short(void) {
   if (!cow_watch) return 0;
@@ -275,7 +280,7 @@ static int cow_short(void) {
     cow_watch = 0;
     return 0;
   }
-  long free_pages = _tp_os_file_long("/proc/meminfo", "HugePages_Free:");
+  long free_pages = _tp_os_pool_free();
   if (shared_kb < 0 || free_pages < 0) return 0; /* cannot tell: as before windows */
   return free_pages <= shared_kb / (long)(TP_HPAGE >> 10);
 }
@@ -383,11 +388,10 @@ void _tp_os_discover(void) {
 /* ---- 1 GiB pages ------------------------------------------------------------------------
  * One file per page, its descriptor closed at once (the mapping keeps the file): nothing for
  * a program that closes descriptors to break, and a GiB is one mapping anyway. */
-#define GPAGES_FREE "/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
 int _tp_os_back_1g(void *addr) {
   const size_t g = TP_GIB;
   if (_tp_opt.gpages == TP_GPAGES_OFF || (_tp_opt.pool != TP_POOL_AUTO && _tp_opt.pool != TP_POOL_HUGETLBFS)) return -1;
-  if (_tp_os_file_long(GPAGES_FREE, NULL) < 1) return -1;
+  if (_tp_os_gpool_free() < 1) return -1;
   if (addr == NULL) return 0;
   int fd = memfd_create("tlbpack-1g", MFD_HUGETLB | MFD_HUGE_1GB | MFD_CLOEXEC);
   if (fd < 0) return -1;

@@ -48,6 +48,9 @@ extern int _tp_os_discover_wanted __attribute__((visibility("hidden")));
 void _tp_os_numa_check(void) __attribute__((visibility("hidden")));
 /* The number after `key` in file `path` (key NULL: at its start), or -1. */
 long _tp_os_file_long(const char *path, const char *key) __attribute__((visibility("hidden")));
+/* Free pages of the 2 MiB and of the 1 GiB hugetlbfs pool, or -1 when it cannot be read. */
+long _tp_os_pool_free(void) __attribute__((visibility("hidden")));
+long _tp_os_gpool_free(void) __attribute__((visibility("hidden")));
 
 /* What discovery found. */
 typedef struct tp_os_info_s {

@@ -652,6 +652,63 @@ Test(threads, two_threads_of_one_site_group_fill_from_slabs_of_their_own) {
   cr_assert_eq(shared, 0, "%d pairs of the two threads' blocks share a slab", shared);
 }
 
+/* A thread whose own slabs are full takes from another live thread's slab only words of
+ * which that thread holds no block: a word's blocks share a line of live bytes (and, for
+ * blocks under 64 B, lines of data), which both threads would then write. */
+enum { WORDS_N = 3000 };
+static void *words_a[WORDS_N], *words_b[64];
+static int words_a_live[WORDS_N];
+static pthread_barrier_t words_bar;
+static const uintptr_t words_site = 0x710000;
+static void *words_thread_a(void *arg) {
+  (void)arg;
+  for (int i = 0; i < WORDS_N; i++) words_a[i] = _tp_malloc_site(48, words_site), words_a_live[i] = 1;
+  /* Free blocks scattered over the first slab's first words, so that its fullest partial
+   * slab has free blocks in words where this thread keeps others. */
+  for (int i = 0; i < 512; i += 2) tp_free(words_a[i]), words_a_live[i] = 0;
+  _tp_tcache_flush_all(_tp_tc);
+  pthread_barrier_wait(&words_bar); /* a's slabs are ready */
+  pthread_barrier_wait(&words_bar); /* b has allocated: a stays live until then */
+  return NULL;
+}
+static void *words_thread_b(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 64; i++) words_b[i] = _tp_malloc_site(48, words_site);
+  return NULL;
+}
+static unsigned word_of(void *p) {
+  tp_slab_t *s = _tp_slab_of(p);
+  return (unsigned)(((uintptr_t)p - s->base) / s->size / 64);
+}
+Test(threads, another_live_threads_slab_gives_only_words_it_holds_nothing_in) {
+  unsigned g = TP_SHARED_GROUP;
+  for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(words_site, 64 << 10);
+  cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
+  pthread_barrier_init(&words_bar, NULL, 2);
+  pthread_t a, b;
+  pthread_create(&a, NULL, words_thread_a, NULL);
+  pthread_barrier_wait(&words_bar);
+  pthread_create(&b, NULL, words_thread_b, NULL);
+  pthread_join(b, NULL);
+  pthread_barrier_wait(&words_bar);
+  pthread_join(a, NULL);
+  int from_a = 0;
+  for (int j = 0; j < 64; j++) {
+    cr_assert_eq(_tp_slab_of(words_b[j])->group, g, "b's block is not in the site's group");
+    for (int i = 0; i < WORDS_N; i++) {
+      if (_tp_slab_of(words_a[i]) != _tp_slab_of(words_b[j])) continue;
+      from_a++;
+      cr_assert(!words_a_live[i] || word_of(words_a[i]) != word_of(words_b[j]),
+                "b's block %p shares word %u of a slab with a's live block %p", words_b[j], word_of(words_b[j]),
+                words_a[i]);
+    }
+  }
+  cr_assert_gt(from_a, 0, "b took a new slab: the case under test did not arise");
+  for (int i = 0; i < WORDS_N; i++)
+    if (words_a_live[i]) tp_free(words_a[i]);
+  for (int j = 0; j < 64; j++) tp_free(words_b[j]);
+}
+
 /* Hoard's cache-scratch: the main thread hands a small block to a thread that frees it and then
  * allocates blocks of the same size. Reused there, the block would share its cache line with
  * the main thread's neighbours (passive false sharing): it goes back to its slab instead. */

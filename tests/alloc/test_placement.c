@@ -747,6 +747,28 @@ Test(threads, a_small_block_freed_by_another_thread_is_not_reused_there) {
   tp_free(neighbour);
 }
 
+/* A small block whose slab's filler has exited: no thread writes its neighbours' lines any
+ * more, so the freeing thread caches it like its own (larson hands its blocks to a new thread
+ * and exits; sent to remote bins, its small blocks went round through the slabs). */
+static void *exited_block;
+static void *exited_alloc(void *arg) {
+  (void)arg;
+  exited_block = tp_malloc(16);
+  return NULL;
+}
+Test(threads, a_small_block_whose_filler_exited_is_reused_by_the_freeing_thread) {
+  pthread_t t;
+  pthread_create(&t, NULL, exited_alloc, NULL);
+  pthread_join(t, NULL);
+  tp_slab_t *s = _tp_slab_of(exited_block);
+  cr_assert(s->filler != _tp_tc && s->filler->exited, "the block's slab is not the exited thread's");
+  void *p = exited_block;
+  tp_free(p);
+  void *q = tp_malloc(16);
+  cr_assert_eq(q, p, "the block freed after its filler exited went to the remote bin, not this thread's cache");
+  tp_free(q);
+}
+
 /* fork: the child is the only thread left, so slabs the parent's other threads filled from are
  * the child's to use again (their records are marked exited in the child). */
 static void *fork_block;

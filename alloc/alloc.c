@@ -181,11 +181,19 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
         b->lo[j] = t;
       }
       b->top = b->lo + n;
+      b->low = b->lo; /* it ran empty: nothing to trim */
       b->out += n;
       b->fill_mark = b->nalloc;
     }
     e = *--b->top;
     b->nalloc++;
+    /* A pop below the low mark (tcache.c, the trim) moves it down a quarter of the bin: a bin
+     * drained misses four times, not at every pop. */
+    if (b->top < b->low) {
+      unsigned step = _tp_tbin_limit(b) / 4;
+      b->low = b->top - b->lo > step ? b->top - step : b->lo;
+    }
+    if (_tp_class_trimmed(_tp_classes[c].size)) _tp_tcache_trim_tick(tc);
   } else {
     if (_tp_bin_fill(_tp_groups[g], c, &e, 1, 1) == 0) return enomem();
     count_alloc(tc, _tp_classes[c].size);
@@ -324,6 +332,7 @@ static TP_NOINLINE void free_small_slow(tp_slab_t *s, tp_entry_t e) {
     tc->last_free_g[s->cls] = s->group; /* evidence for site adoption */
     _tp_tbin_flush(tc, s->group, s->cls, b, _tp_tbin_limit(b) / 2);
     b->flush_mark = b->nalloc;
+    if (_tp_class_trimmed(s->size)) _tp_tcache_trim_tick(tc);
   }
   *b->top++ = e;
 }
@@ -455,7 +464,7 @@ static inline void *malloc_ra(size_t size, uintptr_t ra) {
   tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
   tp_tbin_t *b = st->bins[i];
   tp_entry_t *top = b->top;
-  if (TP_LIKELY(st->ra == ra && top != b->lo)) return tbin_pop(b, top);
+  if (TP_LIKELY(st->ra == ra && top > b->low)) return tbin_pop(b, top);
   return malloc_generic(size, ra, 0);
 }
 
@@ -503,7 +512,7 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
   tp_tgroup_t *tg = _tp_tc->groups[grp];
   if (size <= TP_FAST_BIG && tg->gen == atomic_load_explicit(&_tp_groups[grp]->gen, memory_order_relaxed)) {
     tp_tbin_t *b = tg->fast[_tp_fast_index(size)];
-    if (b->top != b->lo) q = tbin_pop(b, b->top);
+    if (b->top > b->low) q = tbin_pop(b, b->top);
   }
   if (q == NULL && (q = _tp_alloc(size, 0, grp, 0)) == NULL) return NULL;
   memcpy(q, p, old < size ? old : size);

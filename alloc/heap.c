@@ -330,14 +330,20 @@ static tp_hpage_t *get_hpage(void) {
 }
 
 /* Retained empty hpages decay: one left unused while the program made TP_DECAY_REFILLS
- * refills (its allocation clock, not wall time) goes back, so a steady program does not keep
- * retain_mb of huge pages it no longer needs (jemalloc decays its dirty pages likewise). */
+ * refills (its allocation clock) and for TP_DECAY_MS goes back, so a steady program does not
+ * keep retain_mb of huge pages it no longer needs (jemalloc decays its dirty pages likewise,
+ * over 10 s; mimalloc purges after 10 ms). On the refill clock alone, a program that cycles
+ * through phases of many sizes gave a page back and faulted it in again within a millisecond
+ * (batches of 8 sizes up to 16 KiB, freed and allocated again in turn: 98 pages given back,
+ * 10500 page faults against 3200 kept). */
 #define TP_DECAY_REFILLS 4096
+#define TP_DECAY_MS 100
 static void decay(void) {
-  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  if (empty_list == NULL) return;
+  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed), ms = _tp_os_hooks.now_ms();
   for (tp_hpage_t *e = empty_list, *next; e; e = next) {
     next = e->next;
-    if (e->source != TP_SRC_1G && now - e->last_use > TP_DECAY_REFILLS) {
+    if (e->source != TP_SRC_1G && now - e->last_use > TP_DECAY_REFILLS && ms - e->last_ms >= TP_DECAY_MS) {
       take_off_list(e);
       decommit(e);
       put_on_list(e, TP_LIST_FREE);
@@ -353,6 +359,7 @@ static void make_empty(tp_hpage_t *h) {
   h->used_mask = 0;
   h->nused = 0;
   h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  h->last_ms = _tp_os_hooks.now_ms();
   memset(h->slot_slab, 0, TP_SLOTS * sizeof *h->slot_slab);
   if (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
     decommit(h);

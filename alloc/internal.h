@@ -251,6 +251,7 @@ struct tp_hpage_s {
   tp_hpage_t *next, *prev;
   uintptr_t addr;
   uint64_t last_use;     /* heap clock when it became empty */
+  uint64_t last_ms;      /* and the time (_tp_os_hooks.now_ms) */
 };
 
 enum { TP_LIST_NONE = 0, TP_LIST_FREE, TP_LIST_EMPTY, TP_LIST_FILLER };
@@ -455,8 +456,10 @@ typedef struct tp_tbin_s {
   tp_entry_t *top;       /* where the next freed block goes: count = top - lo */
   tp_entry_t *end;       /* lo + limit: frees cache up to here (cap, or less for another
                           * thread's group) */
-  tp_entry_t *lo;        /* the entries: e, or a larger array once the bin grew; the malloc hit
-                          * compares top with it (one memory operand) */
+  tp_entry_t *lo;        /* the entries: e, or a larger array once the bin grew */
+  tp_entry_t *low;       /* the malloc hit pops while top is above it (one memory operand): lo,
+                          * or for a kilobyte bin the lowest top since its last trim, so that the
+                          * first pop below it misses and moves it down (tcache.c, the trim) */
   uint64_t nalloc;       /* pops: stats */
   int64_t out;           /* blocks filled into the bin minus blocks flushed out: stats (the
                           * bin's live blocks are out - count, its frees nalloc - that; a
@@ -514,6 +517,8 @@ typedef struct tp_mixed_s {
 
 #define TP_BIG_BINS 64
 #define TP_GROWN_BINS 32
+#define TP_TRIM_BINS 128 /* kilobyte bins a thread trims (tcache.c); later ones are not trimmed */
+#define TP_TRIM_EVERY 8  /* kilobyte-bin misses between two trims */
 #define TP_SITE_CACHE 128
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
@@ -531,6 +536,8 @@ typedef struct tp_tcache_s {
                           * (at most TP_BIG_BINS: a thread holds at most 16 MiB that way) */
   uint16_t grown_bins;   /* bins grown past their class's tcache_limit (at most TP_GROWN_BINS) */
   uint8_t refills;       /* refills not yet added to _tp_refill_clock (up to TP_CLOCK_BATCH) */
+  uint8_t trim_tick;     /* kilobyte-bin misses since the last trim (up to TP_TRIM_EVERY) */
+  uint16_t ntrim, trim_next; /* entries of trim[] (kept with the record), the next one to trim */
   int mode;
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
   /* counters of what bypasses the bins (medium, large, arena, uncached classes),
@@ -539,6 +546,7 @@ typedef struct tp_tcache_s {
   ptrdiff_t live_bytes;  /* may go negative in a thread that frees others' blocks */
   struct tp_tcache_s *next_all, *prev_all;
   tp_mixed_t *mixed[TP_MIXED_SITES]; /* kept with the record, cleared for its next thread */
+  struct { tp_tbin_t *b; uint16_t g; } trim[TP_TRIM_BINS]; /* the kilobyte bins, in turn */
   tp_tgroup_t *groups[TP_MAX_GROUPS];
 } tp_tcache_t;
 
@@ -567,6 +575,10 @@ int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) TP_INTERNAL;
  * goes back to the slabs when full; straight back when there is no room for one. */
 void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) TP_INTERNAL;
 void _tp_tcache_flush_all(tp_tcache_t *tc) TP_INTERNAL;
+/* A miss of a kilobyte bin (a refill, a pop below its low mark, an overflow): every
+ * TP_TRIM_EVERY of them, the next of the thread's kilobyte bins is trimmed (tcache.c). */
+void _tp_tcache_trim_tick(tp_tcache_t *tc) TP_INTERNAL;
+static inline int _tp_class_trimmed(uint32_t size) { return size > 1024; }
 void _tp_tcache_prefork(void) TP_INTERNAL;
 void _tp_tcache_postfork(int child) TP_INTERNAL;
 /* Sums live counters over every thread (stats). */

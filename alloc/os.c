@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -406,5 +407,11 @@ int _tp_os_back_1g(void *addr) {
   return 0;
 }
 
+static uint64_t now_ms(void) {
+  struct timespec t;
+  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &t) != 0) return 0;
+  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
 tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node,
-                              _tp_os_back_1g};
+                              _tp_os_back_1g, now_ms};

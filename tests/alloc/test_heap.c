@@ -258,10 +258,59 @@ Test(tcache, a_recycled_thread_record_follows_its_new_threads_group) {
   cr_assert_gt(out[2], 0, "the new thread does not cache its own group's blocks");
 }
 
-/* Retained empty huge pages decay on the allocation clock (README, Returning memory): a page
- * kept empty while the program made 4096 cache refills goes back at the next heap event. The
- * clock is moved here directly; that a refill moves it is checked first. */
-Test(heap, retained_empty_pages_go_back_after_4096_refills_unused) {
+/* Kilobyte bins are trimmed (tcache.c): blocks a bin kept below its lowest point since the
+ * last trim go back to the slabs, three quarters a turn, as the thread's other kilobyte bins
+ * miss; a bin whose blocks cycle keeps them. */
+static unsigned bin_count_of(void *p) {
+  tp_slab_t *s = _tp_slab_of(p);
+  return _tp_tbin_count(_tp_tc->groups[s->group]->bins[s->cls]);
+}
+
+static void *trim_thread(void *arg) {
+  unsigned *out = arg;
+  enum { N = 40 };
+  void *idle[N], *cyc[N];
+  for (int i = 0; i < N; i++) idle[i] = tp_malloc(4000); /* one class over 1 KiB, left alone */
+  for (int i = 0; i < N; i++) cyc[i] = tp_malloc(6000);  /* another, allocated and freed in turn */
+  void *probe_idle = idle[0], *probe_cyc = cyc[0];
+  for (int i = N - 1; i >= 0; i--) tp_free(idle[i]);
+  for (int i = N - 1; i >= 0; i--) tp_free(cyc[i]);
+  out[0] = bin_count_of(probe_idle);
+  out[1] = bin_count_of(probe_cyc);
+  /* Rounds of the 6000-byte blocks, each followed by as many kilobyte-bin misses as turn
+   * every such bin of the thread once (the misses are counted directly here). */
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < N; i++) cyc[i] = tp_malloc(6000);
+    for (int i = N - 1; i >= 0; i--) tp_free(cyc[i]);
+    for (unsigned k = 0; k < (unsigned)TP_TRIM_EVERY * _tp_tc->ntrim; k++) _tp_tcache_trim_tick(_tp_tc);
+  }
+  void *p = tp_malloc(4000); /* the idle bin's block, or a refill: either way its count */
+  out[2] = bin_count_of(p);
+  tp_free(p);
+  out[3] = bin_count_of(cyc[0]); /* the bin it cycles through now (its site may have grown a group) */
+  return NULL;
+}
+
+Test(tcache, a_kilobyte_bin_left_alone_is_trimmed_and_one_that_cycles_is_not) {
+  if (_tp_opt.group != TP_GROUP_SITE) cr_skip_test("group mode set from outside");
+  unsigned out[4];
+  pthread_t t;
+  pthread_create(&t, NULL, trim_thread, out);
+  pthread_join(t, NULL);
+  cr_assert_geq(out[0], 30, "the 4000-byte bin kept %u of 40 freed blocks", out[0]);
+  cr_assert_geq(out[1], 30, "the 6000-byte bin kept %u of 40 freed blocks", out[1]);
+  cr_assert_leq(out[2], 8, "the 4000-byte bin left alone still holds %u blocks (of %u)", out[2], out[0]);
+  cr_assert_geq(out[3], 30, "the 6000-byte bin, allocated and freed in turn, holds %u blocks", out[3]);
+}
+
+/* Retained empty huge pages decay on the allocation clock and on time (README, Returning
+ * memory): a page kept empty while the program made 4096 cache refills and for 100 ms goes
+ * back at the next heap event. The clocks are moved here directly (the time through the OS
+ * hooks table); that a refill moves the allocation clock is checked first. */
+static uint64_t fake_ms;
+static uint64_t fake_now_ms(void) { return fake_ms; }
+
+Test(heap, retained_empty_pages_go_back_after_4096_refills_and_100_ms_unused) {
   uint64_t t = atomic_load(&_tp_refill_clock);
   /* The first block of each of 2 x TP_CLOCK_BATCH classes: as many refills, which the thread
    * adds to the clock TP_CLOCK_BATCH at a time. */
@@ -270,10 +319,14 @@ Test(heap, retained_empty_pages_go_back_after_4096_refills_unused) {
   cr_assert(moved >= TP_CLOCK_BATCH && moved <= 2 * TP_CLOCK_BATCH && moved % TP_CLOCK_BATCH == 0,
             "%d refills moved the clock by %llu", 2 * TP_CLOCK_BATCH, (unsigned long long)moved);
 
+  uint64_t (*real_now)(void) = _tp_os_hooks.now_ms;
+  cr_assert_not_null(real_now);
+  fake_ms = real_now();
+  _tp_os_hooks.now_ms = fake_now_ms;
   enum { PAGES = 6 };
   cr_assert_geq(_tp_opt.retain_bytes, PAGES * TP_HPAGE, "the default retain_mb keeps %d pages", PAGES);
   void *big[PAGES];
-  tp_stats_t base, kept, young, old;
+  tp_stats_t base, kept, young, recent, old;
   tp_stats_get(&base);
   for (int i = 0; i < PAGES; i++) memset(big[i] = tp_malloc(TP_HPAGE), 1, 4096); /* one huge page each */
   for (int i = 0; i < PAGES; i++) tp_free(big[i]);
@@ -281,14 +334,17 @@ Test(heap, retained_empty_pages_go_back_after_4096_refills_unused) {
   cr_assert_eq(kept.pages_returned, base.pages_returned, "pages went back within retain_mb");
   cr_assert_geq(kept.mapped_bytes, base.mapped_bytes + PAGES * TP_HPAGE, "the empty pages are not kept");
 
-  /* 4000 refills later a heap event (a page emptied) finds them young: all stay. */
+  /* 4000 refills and 1 s later a heap event (a page emptied) finds them young: all stay. */
   atomic_fetch_add(&_tp_refill_clock, 4000);
+  fake_ms += 1000;
   tp_free(tp_malloc(TP_HPAGE));
   tp_stats_get(&young);
   cr_assert_eq(young.pages_returned, base.pages_returned, "retained pages went back before 4096 refills");
 
   /* 4200 refills after they emptied, the next event gives back the ones still unused: all but
-   * the page the last block took and gave back (its clock restarted). */
+   * the page the last block took and gave back (its clocks restarted). 4200 refills later but
+   * only 50 ms, that page stays for the next block (a program cycling through phases gets its
+   * page back instead of a fault per 4 KiB); after 4200 more and 100 ms, it goes back. */
   atomic_fetch_add(&_tp_refill_clock, 200);
   tp_free(tp_malloc(TP_HPAGE));
   tp_stats_get(&old);
@@ -296,6 +352,27 @@ Test(heap, retained_empty_pages_go_back_after_4096_refills_unused) {
                old.pages_returned - young.pages_returned, PAGES - 1);
   cr_assert_eq(young.mapped_bytes - old.mapped_bytes, (PAGES - 1) * TP_HPAGE, "mapped %zu -> %zu bytes",
                young.mapped_bytes, old.mapped_bytes);
+  /* Two pages emptied now; 4200 refills but only 50 ms later, a block takes one and gives it
+   * back: the other stays (a program cycling through phases gets its page back instead of a
+   * fault per 4 KiB). 4200 refills and 100 ms after that, the next such event gives it back. */
+  void *a1 = tp_malloc(TP_HPAGE), *a2 = tp_malloc(TP_HPAGE);
+  memset(a1, 1, 4096);
+  memset(a2, 1, 4096);
+  tp_free(a1);
+  tp_free(a2);
+  tp_stats_get(&recent);
+  size_t before = recent.pages_returned;
+  atomic_fetch_add(&_tp_refill_clock, 4200);
+  fake_ms += 50;
+  tp_free(tp_malloc(TP_HPAGE));
+  tp_stats_get(&recent);
+  cr_assert_eq(recent.pages_returned, before, "a page empty for 4200 refills but 50 ms went back");
+  atomic_fetch_add(&_tp_refill_clock, 4200);
+  fake_ms += 100;
+  tp_free(tp_malloc(TP_HPAGE));
+  tp_stats_get(&recent);
+  _tp_os_hooks.now_ms = real_now;
+  cr_assert_eq(recent.pages_returned, before + 1, "a page empty for 4200 refills and 100 ms stayed");
 }
 
 /* Metadata at the address-space limit (heap.c, _tp_heap_give_to_meta): an hpage the heap

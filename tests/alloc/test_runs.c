@@ -41,6 +41,7 @@ static int fake_promote(void *addr) {
   return 0;
 }
 static int fake_node(void) { return 0; }
+static uint64_t fake_now_ms(void) { return 0; }
 static int fake_back_1g(void *addr) {
   (void)addr;
   return -1;
@@ -50,7 +51,7 @@ static tp_group_t *g;
 
 static void setup(void) {
   memset(&fake, 0, sizeof fake);
-  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g};
+  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms};
   g = tp_group_create("runs");
   cr_assert_not_null(g);
   g->exclusive = 0; /* as a site group before it has earned hpages of its own */

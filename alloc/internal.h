@@ -129,7 +129,7 @@ int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;
  * threads replacing each other's entries of 16-1024 B: 49 ns per op against 63). */
 static inline int _tp_policy_free_remote(uint32_t size) { return size < 64; } /* inline: the free hit asks */
 
-int _tp_policy_promote_start(unsigned nused, size_t heap_bytes, size_t added) TP_INTERNAL;
+int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
 int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;

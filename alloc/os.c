@@ -413,5 +413,17 @@ static uint64_t now_ms(void) {
   return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
+/* Bytes of [addr, addr + len) in memory, by mincore (len when it fails: as if all touched). */
+static size_t resident(void *addr, size_t len) {
+  unsigned char v[TP_HPAGE / 4096];
+  size_t n = 0;
+  for (size_t o = 0; o < len; o += TP_HPAGE) {
+    size_t part = len - o < TP_HPAGE ? len - o : TP_HPAGE;
+    if (mincore((char *)addr + o, part, v) != 0) return len;
+    for (size_t i = 0; i < (part + 4095) / 4096; i++) n += v[i] & 1;
+  }
+  return n * 4096;
+}
+
 tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node,
-                              _tp_os_back_1g, now_ms};
+                              _tp_os_back_1g, now_ms, resident};

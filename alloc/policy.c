@@ -111,19 +111,24 @@ int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avai
 }
 
 /* A start hpage (on 4 KiB pages until the heap carved start_kb) is collapsed into a huge page
- * once at least 3/4 of its slots are used, or once the memory the collapse adds (its free
- * slots, made resident) is at most 1/32 of the heap's backed bytes and, with what earlier
- * collapses of sparse pages added (`added`), at most 1/8 of them: a start page with data on it
- * costs one TLB entry per 4 KiB page used, and the first one holds what the program set up
- * first, often its hottest data (the index workload: 20 of 32 slots used, 170 hot 4 KiB pages
- * beside 11 huge pages; redis with 632 k keys: 40 kB on 10 pages). The total matters because a
- * heap of many groups starts on many sparse pages (start pages follow carved bytes): collapsed
- * one by one at 1/32 each, 24 start pages 4 slots full added 42 MiB to a heap of 166 MiB of
- * runs; with the cap, 24.5 MiB. */
-int _tp_policy_promote_start(unsigned nused, size_t heap_bytes, size_t added) {
-  if (nused >= TP_SLOTS * 3 / 4) return 1;
-  size_t room = (size_t)(TP_SLOTS - nused) * TP_SLOT;
-  return nused > 0 && room * 32 <= heap_bytes && (added + room) * 8 <= heap_bytes;
+ * once at least 3/4 of it is touched (`touched`: the 4 KiB pages the program used, in 64 KiB
+ * slots; heap.c counts them with mincore), or once its free slots (32 - `carved`) are at most
+ * 1/32 of the heap's backed bytes and the untouched memory the collapse makes resident, with
+ * what earlier collapses of sparse pages added (`added`), is at most 1/8 of them: a start
+ * page with data on it costs one TLB entry per 4 KiB page used, and the first one holds what
+ * the program set up first, often its hottest data (the index workload: 20 of 32 slots
+ * carved, 170 hot 4 KiB pages beside 11 huge pages; redis with 632 k keys: 40 kB on 10
+ * pages). The total matters because a heap of many groups starts on many sparse pages (start
+ * pages follow carved bytes): collapsed one by one at 1/32 each, 24 start pages 4 slots full
+ * added 42 MiB to a heap of 166 MiB of runs; with the cap, 24.5 MiB. A slab is carved whole
+ * and touched as it fills, so carved slots overstate what a page holds: counted by them,
+ * Ghostscript's five start pages were each 3/4 full and their collapse added 4.7 MB that the
+ * program had not touched. */
+int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added) {
+  if (touched >= TP_SLOTS * 3 / 4) return 1;
+  size_t room = (size_t)(TP_SLOTS - (carved < TP_SLOTS ? carved : TP_SLOTS)) * TP_SLOT;
+  size_t adds = (size_t)(TP_SLOTS - touched) * TP_SLOT;
+  return carved > 0 && touched > 0 && room * 32 <= heap_bytes && (added + adds) * 8 <= heap_bytes;
 }
 
 /* A thread that finds no partial slab of its own or free of other threads shares one only once

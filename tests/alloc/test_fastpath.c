@@ -272,7 +272,7 @@ Test(start_small, sparse_start_pages_of_many_groups_add_at_most_an_eighth_when_c
   static void *own[G][4], *big[N];
   for (int i = 0; i < G; i++) {
     g[i] = tp_group_create("sparse");
-    for (int j = 0; j < 4; j++) own[i][j] = tp_group_malloc(g[i], 60 << 10); /* 4 slots of 32 */
+    for (int j = 0; j < 4; j++) memset(own[i][j] = tp_group_malloc(g[i], 60 << 10), 1, 60 << 10); /* 4 slots of 32 */
     page[i] = _tp_hpage_of(own[i][0]);
     cr_assert(page[i]->start, "group %d's page is not a start page", i);
   }
@@ -293,10 +293,12 @@ Test(start_small, sparse_start_pages_of_many_groups_add_at_most_an_eighth_when_c
 }
 
 /* A sparse start hpage stays on 4 KiB pages while the heap is small, and is collapsed (tried:
- * its start mark goes) once its free room is 1/32 of the heap, whatever its use. */
+ * its start mark goes) once its free room is 1/32 of the heap, however little of it is used;
+ * a page with nothing touched is not (test_policy.c). */
 Test(start_small, a_sparse_start_page_is_collapsed_once_its_free_room_is_1_32_of_the_heap) {
   _tp_opt.start_bytes = (size_t)4 << 20; /* two start hpages */
   char *small = tp_malloc(100);
+  memset(small, 1, 100);
   tp_hpage_t *h = _tp_hpage_of(small);
   cr_assert(h->start && h->source == TP_SRC_4K, "the first block is not on a start hpage");
   enum { N = 40 };
@@ -309,6 +311,29 @@ Test(start_small, a_sparse_start_page_is_collapsed_once_its_free_room_is_1_32_of
   cr_assert(h->source == TP_SRC_THP || h->source == TP_SRC_4K);
   for (int i = 0; i < N; i++) tp_free(big[i]);
   tp_free(small);
+}
+
+/* What a start page holds is what the program touched, not the slots carved: a page carved
+ * 3/4 full of blocks never written stays on 4 KiB pages when the heap grows (collapsed, all of
+ * it would become resident). */
+Test(start_small, a_start_page_carved_3_4_full_but_untouched_is_not_collapsed) {
+  _tp_opt.start_bytes = (size_t)4 << 20;
+  enum { K = 28, N = 4 };
+  static void *blk[K], *big[N];
+  tp_group_t *g = tp_group_create("carved");
+  cr_assert_not_null(g);
+  for (int i = 0; i < K; i++) blk[i] = tp_group_malloc(g, 60 << 10); /* a 64 KiB slot each, not written */
+  tp_hpage_t *h = _tp_hpage_of(blk[0]);
+  cr_assert(h->start && h->source == TP_SRC_4K, "the first block is not on a start hpage");
+  cr_assert_geq(h->nused, TP_SLOTS * 3 / 4, "the start page has %u slots carved", h->nused);
+  for (int n = 0; n < N; n++) big[n] = tp_malloc((size_t)4 << 20); /* past start_kb: 16 MiB more */
+  tp_stats_t st;
+  tp_stats_get(&st);
+  cr_assert_gt(st.pages_hugetlbfs + st.pages_thp, 0, "the heap took no huge page past start_kb");
+  cr_assert(h->start && h->source == TP_SRC_4K, "a start page carved %u/32 but untouched was collapsed", h->nused);
+  for (int n = 0; n < N; n++) tp_free(big[n]);
+  for (int i = 0; i < K; i++) tp_free(blk[i]);
+  tp_group_destroy(g);
 }
 
 Test(sentinel, a_batch_of_kilobyte_blocks_freed_and_allocated_again_cycles_through_the_cache) {

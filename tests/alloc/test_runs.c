@@ -42,6 +42,10 @@ static int fake_promote(void *addr) {
 }
 static int fake_node(void) { return 0; }
 static uint64_t fake_now_ms(void) { return 0; }
+static size_t fake_resident(void *addr, size_t len) {
+  (void)addr;
+  return len;
+}
 static int fake_back_1g(void *addr) {
   (void)addr;
   return -1;
@@ -51,7 +55,7 @@ static tp_group_t *g;
 
 static void setup(void) {
   memset(&fake, 0, sizeof fake);
-  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms};
+  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms, fake_resident};
   g = tp_group_create("runs");
   cr_assert_not_null(g);
   g->exclusive = 0; /* as a site group before it has earned hpages of its own */

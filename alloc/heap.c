@@ -173,11 +173,10 @@ void *_tp_heap_give_to_meta(void) {
 /* Once the heap has grown past start_kb, the hpages it started on become huge pages too (THP,
  * collapsed in place), so the data placed there early costs one TLB entry per hpage like the
  * rest; when that is worth the memory (policy.c, _tp_policy_promote_start), since a collapse
- * makes all 2 MiB resident. What a page holds is counted in the 4 KiB pages the program has
- * touched (mincore), not the slots carved: a slab is carved whole and touched as it fills
- * (Ghostscript's five start pages, carved 3/4 or more, held 5 MB untouched: collapsed, peak
- * RSS + hugetlb 37.4 MB; jemalloc 29.8). A sparse one is tried again each time the heap backs
- * a new huge page; what the kernel cannot collapse stays on 4 KiB pages. */
+ * makes all 2 MiB resident; what a page holds is counted in the 4 KiB pages the program has
+ * touched (_tp_os_hooks.resident), not the slots carved (the policy says why). A sparse one is
+ * tried again each time the heap backs a new huge page; what the kernel cannot collapse stays
+ * on 4 KiB pages. */
 #define TP_MAX_START_PAGES 64
 static tp_hpage_t *start_pages[TP_MAX_START_PAGES];
 static unsigned nstart_pages;

@@ -250,8 +250,8 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
  * few turns. The malloc hit pops while top is above `low`, so the mark costs it nothing; a pop
  * below it misses once, to move it. */
 static void trim_bin(tp_tcache_t *tc, unsigned g, tp_tbin_t *b) {
-  tp_tgroup_t *tg = tc->groups[g];
-  if (tg->bins[b->cls] != b || tg->gen != atomic_load_explicit(&_tp_groups[g]->gen, memory_order_relaxed)) return;
+  /* A bin stays its tgroup's for good; a destroyed group's entries are dropped by tgroup_get. */
+  if (tc->groups[g]->gen != atomic_load_explicit(&_tp_groups[g]->gen, memory_order_relaxed)) return;
   tp_entry_t *mark = b->low < b->top ? b->low : b->top;
   unsigned below = (unsigned)(mark - b->lo);
   if (below) _tp_tbin_flush(tc, g, b->cls, b, _tp_tbin_count(b) - (below - below / 4));

@@ -1,0 +1,200 @@
+/* Threads side by side (slab.c, pick_partial): two threads allocating one class of one site
+ * group fill from slabs of their own, so no line of live bytes or of small objects is written
+ * by both; a thread that exits leaves its slabs to the next; a small block freed by another
+ * thread goes back to its own thread's slabs. Each Criterion test runs in a fresh process. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tlbpack.h"
+
+enum { SIDE_N = 200 };
+static void *side_blocks[2][SIDE_N];
+static const uintptr_t side_site = 0x700000;
+static pthread_barrier_t side_bar;
+static int side_by_side;
+static void *side_alloc(void *arg) {
+  int t = (int)(intptr_t)arg;
+  if (side_by_side) pthread_barrier_wait(&side_bar); /* both threads live from here */
+  for (int i = 0; i < SIDE_N; i++) side_blocks[t][i] = _tp_malloc_site(48, side_site);
+  if (side_by_side) pthread_barrier_wait(&side_bar); /* neither exits before both allocated */
+  return NULL;
+}
+Test(threads, two_threads_of_one_site_group_fill_from_slabs_of_their_own) {
+  unsigned g = TP_SHARED_GROUP;
+  for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(side_site, 64 << 10);
+  cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
+  pthread_t a, b;
+  pthread_create(&a, NULL, side_alloc, (void *)(intptr_t)0);
+  pthread_join(a, NULL); /* a has exited: its record is free, not its slabs' owner any more */
+  pthread_create(&a, NULL, side_alloc, (void *)(intptr_t)1);
+  pthread_join(a, NULL);
+  cr_assert_eq(_tp_slab_of(side_blocks[0][SIDE_N - 1]), _tp_slab_of(side_blocks[1][0]),
+               "the second thread did not take the slab the exited one left");
+  /* Now side by side: both threads live while they allocate. */
+  side_by_side = 1;
+  pthread_barrier_init(&side_bar, NULL, 2);
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < SIDE_N; i++) tp_free(side_blocks[t][i]);
+  _tp_tcache_flush_all(_tp_tc);
+  pthread_create(&a, NULL, side_alloc, (void *)(intptr_t)0);
+  pthread_create(&b, NULL, side_alloc, (void *)(intptr_t)1);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  int shared = 0;
+  for (int i = 0; i < SIDE_N; i++)
+    for (int j = 0; j < SIDE_N; j++) shared += _tp_slab_of(side_blocks[0][i]) == _tp_slab_of(side_blocks[1][j]);
+  cr_assert_eq(shared, 0, "%d pairs of the two threads' blocks share a slab", shared);
+}
+
+/* A thread whose own slabs are full takes from another live thread's slab only words of
+ * which that thread holds no block: a word's blocks share a line of live bytes (and, for
+ * blocks under 64 B, lines of data), which both threads would then write. */
+enum { WORDS_N = 3000 };
+static void *words_a[WORDS_N], *words_b[64];
+static int words_a_live[WORDS_N];
+static pthread_barrier_t words_bar;
+static const uintptr_t words_site = 0x710000;
+static void *words_thread_a(void *arg) {
+  (void)arg;
+  for (int i = 0; i < WORDS_N; i++) words_a[i] = _tp_malloc_site(48, words_site), words_a_live[i] = 1;
+  /* Free blocks scattered over the first slab's first words, so that its fullest partial
+   * slab has free blocks in words where this thread keeps others. */
+  for (int i = 0; i < 512; i += 2) tp_free(words_a[i]), words_a_live[i] = 0;
+  _tp_tcache_flush_all(_tp_tc);
+  pthread_barrier_wait(&words_bar); /* a's slabs are ready */
+  pthread_barrier_wait(&words_bar); /* b has allocated: a stays live until then */
+  return NULL;
+}
+static void *words_thread_b(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 64; i++) words_b[i] = _tp_malloc_site(48, words_site);
+  return NULL;
+}
+static unsigned word_of(void *p) {
+  tp_slab_t *s = _tp_slab_of(p);
+  return (unsigned)(((uintptr_t)p - s->base) / s->size / 64);
+}
+Test(threads, another_live_threads_slab_gives_only_words_it_holds_nothing_in) {
+  unsigned g = TP_SHARED_GROUP;
+  for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(words_site, 64 << 10);
+  cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
+  pthread_barrier_init(&words_bar, NULL, 2);
+  pthread_t a, b;
+  pthread_create(&a, NULL, words_thread_a, NULL);
+  pthread_barrier_wait(&words_bar);
+  pthread_create(&b, NULL, words_thread_b, NULL);
+  pthread_join(b, NULL);
+  pthread_barrier_wait(&words_bar);
+  pthread_join(a, NULL);
+  int from_a = 0;
+  for (int j = 0; j < 64; j++) {
+    cr_assert_eq(_tp_slab_of(words_b[j])->group, g, "b's block is not in the site's group");
+    for (int i = 0; i < WORDS_N; i++) {
+      if (_tp_slab_of(words_a[i]) != _tp_slab_of(words_b[j])) continue;
+      from_a++;
+      cr_assert(!words_a_live[i] || word_of(words_a[i]) != word_of(words_b[j]),
+                "b's block %p shares word %u of a slab with a's live block %p", words_b[j], word_of(words_b[j]),
+                words_a[i]);
+    }
+  }
+  cr_assert_gt(from_a, 0, "b took a new slab: the case under test did not arise");
+  for (int i = 0; i < WORDS_N; i++)
+    if (words_a_live[i]) tp_free(words_a[i]);
+  for (int j = 0; j < 64; j++) tp_free(words_b[j]);
+}
+
+/* Hoard's cache-scratch: the main thread hands a small block to a thread that frees it and then
+ * allocates blocks of the same size. Reused there, the block would share its cache line with
+ * the main thread's neighbours (passive false sharing): it goes back to its slab instead. */
+enum { SCRATCH_N = 300 };
+static void *scratch_given[4], *scratch_got[SCRATCH_N];
+static void *scratch_thread(void *arg) {
+  (void)arg;
+  tp_free(scratch_given[0]);
+  for (int i = 0; i < SCRATCH_N; i++) scratch_got[i] = tp_malloc(16);
+  for (int i = 0; i < SCRATCH_N; i++) tp_free(scratch_got[i]);
+  tp_free(scratch_given[1]); /* 128 B: a line of its own, reused here as before */
+  void *q = tp_malloc(128);
+  int reused = q == scratch_given[1];
+  tp_free(q);
+  return (void *)(intptr_t)reused;
+}
+Test(threads, a_small_block_freed_by_another_thread_is_not_reused_there) {
+  cr_assert(_tp_policy_free_remote(16) && _tp_policy_free_remote(48), "blocks sharing a line are cached by the freeing thread");
+  cr_assert(!_tp_policy_free_remote(64) && !_tp_policy_free_remote(128), "line-sized blocks go back to the slab");
+  scratch_given[0] = tp_malloc(16);
+  scratch_given[1] = tp_malloc(128);
+  void *neighbour = tp_malloc(16); /* the main thread's block next to the given one */
+  pthread_t t;
+  void *reused;
+  pthread_create(&t, NULL, scratch_thread, NULL);
+  pthread_join(t, &reused);
+  for (int i = 0; i < SCRATCH_N; i++)
+    cr_assert_neq(scratch_got[i], scratch_given[0], "the thread handed out the block it freed (malloc %d)", i);
+  cr_assert((intptr_t)reused, "a 128-byte block freed across threads was not reused by the freeing thread");
+  /* The thread's exit returned the remote block to its slab: the main thread gets it again. */
+  int back = 0;
+  void *again[SCRATCH_N];
+  for (int i = 0; i < SCRATCH_N; i++) back += (again[i] = tp_malloc(16)) == scratch_given[0];
+  cr_assert_eq(back, 1, "the block freed by the other thread is %s", back ? "handed out twice" : "lost");
+  for (int i = 0; i < SCRATCH_N; i++) tp_free(again[i]);
+  tp_free(neighbour);
+}
+
+/* A small block whose slab's filler has exited: no thread writes its neighbours' lines any
+ * more, so the freeing thread caches it like its own (larson hands its blocks to a new thread
+ * and exits; sent to remote bins, its small blocks went round through the slabs). */
+static void *exited_block;
+static void *exited_alloc(void *arg) {
+  (void)arg;
+  exited_block = tp_malloc(16);
+  return NULL;
+}
+Test(threads, a_small_block_whose_filler_exited_is_reused_by_the_freeing_thread) {
+  pthread_t t;
+  pthread_create(&t, NULL, exited_alloc, NULL);
+  pthread_join(t, NULL);
+  tp_slab_t *s = _tp_slab_of(exited_block);
+  cr_assert(s->filler != _tp_tc && s->filler->exited, "the block's slab is not the exited thread's");
+  void *p = exited_block;
+  tp_free(p);
+  void *q = tp_malloc(16);
+  cr_assert_eq(q, p, "the block freed after its filler exited went to the remote bin, not this thread's cache");
+  tp_free(q);
+}
+
+/* fork: the child is the only thread left, so slabs the parent's other threads filled from are
+ * the child's to use again (their records are marked exited in the child). */
+static void *fork_block;
+static pthread_barrier_t fork_bar;
+static void *fork_filler(void *arg) {
+  (void)arg;
+  fork_block = tp_malloc(48); /* a class the main thread never uses */
+  pthread_barrier_wait(&fork_bar); /* allocated */
+  pthread_barrier_wait(&fork_bar); /* alive until the child has been forked */
+  return NULL;
+}
+Test(threads, a_fork_child_reuses_the_slabs_of_threads_it_did_not_inherit) {
+  pthread_t t;
+  pthread_barrier_init(&fork_bar, NULL, 2);
+  pthread_create(&t, NULL, fork_filler, NULL);
+  pthread_barrier_wait(&fork_bar);
+  pid_t pid = fork();
+  if (pid == 0) {
+    tp_free(fork_block);
+    _tp_tcache_flush_all(_tp_tc); /* the block is back in its slab */
+    for (int i = 0; i < 200; i++)
+      if (tp_malloc(48) == fork_block) _exit(0);
+    _exit(1);
+  }
+  pthread_barrier_wait(&fork_bar);
+  pthread_join(t, NULL);
+  int st = 0;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+            "the child never got the block back: the slab stayed the dead thread's (status %d)", st);
+}

@@ -205,7 +205,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
 
 static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
-  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_MEDIUM, n, 0, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_MEDIUM, n, 0, TP_BIG_META, 0);
   if (s == NULL) return enomem();
   s->size = n * (uint32_t)TP_SLOT;
   s->nobj = 1;
@@ -221,7 +221,7 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
 static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero) {
   if (size > ((size_t)1 << 46)) return enomem();
   size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
-  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META, size - (n - 1) * TP_HPAGE);
   if (s == NULL) return enomem();
   s->size = 0; /* usable size is nhpages * 2 MiB (may exceed 32 bits) */
   s->nobj = 1;

@@ -8,7 +8,7 @@
 #include "internal.h"
 
 static tp_slab_t *arena_run(tp_group_t *g) {
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_ARENA, 1, 0, TP_ARENA_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_ARENA, 1, 0, TP_ARENA_META, 0);
   if (s == NULL) return NULL;
   s->size = TP_GRANULE;
   s->nobj = TP_ARENA_GRANULES;

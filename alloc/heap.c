@@ -243,16 +243,19 @@ static int want_source(size_t adding) {
  * fresh THP fault here costs several times a pool page (blocks of 5-25 MiB written whole and
  * replaced: 445 ms on the pool, 1433 ms on THP, jemalloc 2140 ms). */
 #define TP_LAZY_HPAGES 32
-static int back(tp_hpage_t *h, size_t adding) {
+static int back(tp_hpage_t *h, size_t adding, int tail4k) {
   unsigned fb = 0;
   int node = _tp_os_hooks.current_node();
   int want = want_source(adding);
   if (want == TP_SRC_HUGETLB && _tp_opt.pool == TP_POOL_AUTO && adding >= TP_LAZY_HPAGES * TP_HPAGE) want = TP_SRC_THP;
+  if (tail4k && want != TP_SRC_4K) want = TP_SRC_4K;
+  else tail4k = 0;
   int src = _tp_os_hooks.back((void *)h->addr, want, &fb, node);
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
   h->source = (uint8_t)src;
-  h->start = src == TP_SRC_4K && _tp_opt.pool == TP_POOL_AUTO && !heap_grown && nstart_pages < TP_MAX_START_PAGES;
+  h->tail4k = (uint8_t)tail4k;
+  h->start = !tail4k && src == TP_SRC_4K && _tp_opt.pool == TP_POOL_AUTO && !heap_grown && nstart_pages < TP_MAX_START_PAGES;
   if (h->start) start_pages[nstart_pages++] = h;
   h->node = (uint8_t)(node & 7);
   h->fresh_mask = TP_ALL_SLOTS;
@@ -270,6 +273,7 @@ static void decommit(tp_hpage_t *h) {
   h->state = TP_HP_FREE;
   h->fresh_mask = 0;
   h->start = 0;
+  h->tail4k = 0;
 }
 
 /* 1 GiB pages. Past gpage_mb of backed heap, new memory at the end of the heap comes a GiB
@@ -325,7 +329,7 @@ static tp_hpage_t *get_hpage(void) {
     h = _tp_hpage_of((void *)cursor);
     cursor += TP_HPAGE;
   }
-  if (back(h, TP_SLOT) != 0) {
+  if (back(h, TP_SLOT, 0) != 0) {
     put_on_list(h, TP_LIST_FREE);
     return NULL;
   }
@@ -365,7 +369,7 @@ static void make_empty(tp_hpage_t *h) {
   h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   h->last_ms = _tp_os_hooks.now_ms();
   memset(h->slot_slab, 0, TP_SLOTS * sizeof *h->slot_slab);
-  if (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes) {
+  if (h->tail4k || (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes)) {
     decommit(h);
     put_on_list(h, TP_LIST_FREE);
   } else {
@@ -502,12 +506,12 @@ static tp_hpage_t *find_run(size_t n, size_t align) {
  * the run adds, for want_source) and marks the first the run's head when `head`, the others
  * its tail; clears *zero when one held data before. Out of memory even for 4 KiB pages: every
  * one goes back (those taken so far empty, the others on their lists) and it returns -1. */
-static int take_run(uintptr_t a, size_t n, size_t adding, int head, int *zero) {
+static int take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, int *zero) {
   for (size_t i = 0; i < n; i++) {
     tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
     take_off_list(x);
     if (x->state == TP_HP_FREE) {
-      if (back(x, adding) != 0) {
+      if (back(x, adding, tail4k && i == n - 1) != 0) {
         for (size_t j = 0; j < i; j++) make_empty(_tp_hpage_of((void *)(a + j * TP_HPAGE)));
         put_on_list(x, TP_LIST_FREE);
         for (size_t j = i + 1; j < n; j++) {
@@ -527,8 +531,10 @@ static int take_run(uintptr_t a, size_t n, size_t adding, int head, int *zero) {
   return 0;
 }
 
-/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. */
-static void *alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroed) {
+/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. Its
+ * last hpage, when the block uses `last` bytes of it and that is little (policy.c,
+ * _tp_policy_large_tail_4k), is backed by 4 KiB pages if it is not backed already. */
+static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_out, int *zeroed) {
   if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
   tp_hpage_t *h = find_run(n, align);
   uintptr_t a;
@@ -544,7 +550,8 @@ static void *alloc_large(size_t n, size_t align, tp_hpage_t **hp_out, int *zeroe
     cursor += n * TP_HPAGE;
   }
   int zero = 1;
-  if (take_run(a, n, n * TP_HPAGE, 1, &zero) != 0) return NULL;
+  if (take_run(a, n, n * TP_HPAGE, 1, _tp_policy_large_tail_4k(last, _tp_opt.pool == TP_POOL_AUTO), &zero) != 0)
+    return NULL;
   heap_used_bytes += n * TP_HPAGE;
   *hp_out = _tp_hpage_of((void *)a);
   *zeroed = zero;
@@ -574,7 +581,7 @@ static void map_slots(tp_slab_t *s, unsigned from, unsigned to) {
 
 const uint8_t _tp_no_live[1];
 
-tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size) {
+tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last) {
   tp_slab_t *s = _tp_meta_alloc(meta_size);
   if (s == NULL) return NULL;
   tp_hpage_t *h;
@@ -582,7 +589,7 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
   void *mem;
   _tp_lock(&_tp_heap_lock);
   if (kind == TP_SLAB_LARGE) {
-    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, &h, &zeroed);
+    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, last, &h, &zeroed);
     if (mem) {
       h->owner = g->id;
       s->nhpages = (uint32_t)n;
@@ -646,7 +653,16 @@ static int grow_large(tp_slab_t *s, size_t n) {
   }
   if (at_cursor) cursor = new_end; /* on failure the never-used ones go on the lists */
   int zero = 1;
-  if (take_run(end, n - s->nhpages, (size_t)(new_end - end), 0, &zero) != 0) return 0;
+  if (take_run(end, n - s->nhpages, (size_t)(new_end - end), 0, 0, &zero) != 0) return 0;
+  /* Its last hpage is no longer a little-used tail: collapsed into a huge page if it can be. */
+  tp_hpage_t *t = _tp_hpage_of((void *)(end - TP_HPAGE));
+  if (t->tail4k && _tp_os_hooks.promote((void *)t->addr) == 0) {
+    _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
+    _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+    _tp_heap_ctr.promoted++;
+    t->source = TP_SRC_THP;
+    t->tail4k = 0;
+  }
   heap_used_bytes += (size_t)(new_end - end);
   s->nhpages = (uint32_t)n;
   return 1;

@@ -121,6 +121,7 @@ int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
 int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
 int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTERNAL;
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;
+int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
 /* A block freed by a thread that does not fill from its slab goes back to the slab (through
  * the thread's remote bin) rather than into its cache, when blocks of its size share cache
  * lines: reused by this thread, it would share a line with blocks the filling thread writes
@@ -243,6 +244,8 @@ struct tp_hpage_s {
   uint8_t listed;        /* which list holds it (TP_LIST_*) */
   uint8_t start;         /* on 4 KiB pages because the heap was small (promoted once it grows) */
   uint8_t window;        /* os.c: inside a hugetlb-file mapping (a window), claimed or not */
+  uint8_t tail4k;        /* the last hpage of a large run that uses little of it, on 4 KiB
+                          * pages (_tp_policy_large_tail_4k): given back when emptied */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
   uint32_t used_mask;    /* bit i: slot i carved */
@@ -414,8 +417,8 @@ extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
  * publishes it: only then can free() find it. Slot runs count in g->slab_bytes, and the group
  * becomes exclusive (hpages of its own) past exclusive_kb, under the heap lock. Release undoes
  * all of it: page map, slab bytes, slots or hpages, record. The heap is the only writer of the
- * page map. */
-tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size) TP_INTERNAL;
+ * page map. `last`: for a large run, the bytes the block uses of its last hpage (0: all). */
+tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last) TP_INTERNAL;
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
 /* Grows a medium run (one block, its caller's) in place to n slots when the slots after it in

@@ -54,6 +54,16 @@ int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) {
   return hole_bytes >= TP_HPAGE && hole_bytes * 8 >= page_bytes;
 }
 
+/* The last hpage of a large run, when the block uses at most an eighth of it, is backed by
+ * 4 KiB pages under pool:auto (heap.c, alloc_large): a pool page is resident whole from the
+ * start, and THP faults a whole 2 MiB on the first touch, for the 8 bytes past 2 MiB of a
+ * 2 MiB + 8 buffer (sqlite3) or the 128 KiB past 8 MiB of RocksDB's and z3's 8.5 MB blocks
+ * (five of them in db_bench: 9.4 MB). An eighth is at most 64 TLB entries of 4 KiB for
+ * at least 1.75 MiB saved; a tail that uses more keeps its huge page. */
+int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) {
+  return pool_auto && last_bytes > 0 && last_bytes <= TP_HPAGE / 8;
+}
+
 /* A bin is hot while its group is in use: not idle (an exited thread's group), refilled within
  * TP_IDLE_REFILLS refills of the process, not joined to another group. */
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) {

@@ -22,7 +22,7 @@ static uint64_t word_full(const tp_slab_t *s, unsigned w) {
 
 static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   const tp_class_t *k = &_tp_classes[c];
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_SMALL, k->nslots, 0, slab_meta_size(k));
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_SMALL, k->nslots, 0, slab_meta_size(k), 0);
   if (s == NULL) return NULL;
   s->recip = k->recip;
   s->size = k->size;

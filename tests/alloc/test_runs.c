@@ -12,6 +12,7 @@ static struct {
   size_t reserves, backs, decommits, promotes;
   size_t fail_at; /* when set, the fail_at-th back and those after it fail */
   int last_want;  /* the source the last back asked for */
+  int wants[64];  /* the sources the first 64 backs asked for */
   uintptr_t lo, hi; /* everything the fake reserve handed out */
 } fake;
 
@@ -29,6 +30,7 @@ static int fake_back(void *addr, int want, unsigned *fallbacks, int node) {
   (void)addr, (void)fallbacks, (void)node;
   fake.backs++;
   fake.last_want = want;
+  if (fake.backs <= 64) fake.wants[fake.backs - 1] = want;
   return fake.fail_at && fake.backs >= fake.fail_at ? TP_SRC_NONE : TP_SRC_THP;
 }
 static void fake_decommit(void *addr, size_t len) {
@@ -68,7 +70,7 @@ TestSuite(runs, .init = setup);
 static int in_fake(uintptr_t a) { return a >= fake.lo && a < fake.hi; }
 
 Test(runs, a_slot_run_is_carved_from_fake_memory_and_published_slot_by_slot) {
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   cr_assert_not_null(s);
   cr_assert_eq(fake.reserves, 1);
   cr_assert_eq(fake.backs, 1);
@@ -87,7 +89,7 @@ Test(runs, a_slot_run_is_carved_from_fake_memory_and_published_slot_by_slot) {
 }
 
 Test(runs, release_undoes_page_map_slab_bytes_slots_and_backing) {
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   cr_assert_not_null(s);
   _tp_run_publish(s);
   uintptr_t base = s->base;
@@ -104,13 +106,13 @@ Test(runs, release_undoes_page_map_slab_bytes_slots_and_backing) {
 }
 
 Test(runs, a_group_becomes_exclusive_past_exclusive_bytes_and_then_owns_its_hpages) {
-  tp_slab_t *a = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_slab_t *a = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   cr_assert_eq(g->exclusive, 0);
-  tp_slab_t *b = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_slab_t *b = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   cr_assert_eq(g->exclusive, 1, "8 slots reach exclusive_bytes");
   cr_assert_eq(a->hp, b->hp, "the young group's first runs share one hpage");
   cr_assert_eq(fake.backs, 1);
-  tp_slab_t *c = _tp_run_new(g, TP_SLAB_MEDIUM, 2, 0, TP_BIG_META);
+  tp_slab_t *c = _tp_run_new(g, TP_SLAB_MEDIUM, 2, 0, TP_BIG_META, 0);
   cr_assert_neq(c->hp, a->hp, "an exclusive group carves hpages of its own");
   cr_assert_eq(c->hp->owner, g->id);
   cr_assert_eq(fake.backs, 2);
@@ -123,7 +125,7 @@ Test(runs, a_group_becomes_exclusive_past_exclusive_bytes_and_then_owns_its_hpag
 }
 
 Test(runs, a_large_run_is_whole_aligned_hpages_and_release_gives_each_back) {
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 3, (size_t)8 << 20, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 3, (size_t)8 << 20, TP_BIG_META, 0);
   cr_assert_not_null(s);
   cr_assert_eq(s->base % ((size_t)8 << 20), 0);
   cr_assert(in_fake(s->base) && in_fake(s->base + 3 * TP_HPAGE - 1));
@@ -143,12 +145,12 @@ Test(runs, a_large_run_is_whole_aligned_hpages_and_release_gives_each_back) {
 
 Test(runs, retained_empty_hpages_are_reused_without_backing_again) {
   _tp_opt.retain_bytes = (size_t)16 << 20;
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   tp_hpage_t *h = s->hp;
   _tp_run_release(s);
   cr_assert_eq(h->state, TP_HP_EMPTY);
   cr_assert_eq(fake.decommits, 0);
-  tp_slab_t *t = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   cr_assert_eq(t->hp, h);
   cr_assert_eq(fake.backs, 1);
   cr_assert_eq(t->zeroed, 0, "its slots were handed out before: no longer known to be zero");
@@ -159,7 +161,7 @@ Test(runs, retained_empty_hpages_are_reused_without_backing_again) {
  * never-used ones at the cursor, which moves past them, or ones given back before); a medium
  * run the free slots after it in its hpage. Never anything in use. */
 Test(runs, a_large_run_grows_over_the_unused_hpages_after_it_and_the_cursor_moves) {
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 2, TP_HPAGE, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 2, TP_HPAGE, TP_BIG_META, 0);
   cr_assert_not_null(s);
   _tp_run_publish(s);
   uintptr_t base = s->base;
@@ -168,7 +170,7 @@ Test(runs, a_large_run_grows_over_the_unused_hpages_after_it_and_the_cursor_move
   cr_assert_eq(fake.backs, 5);
   for (unsigned i = 1; i < 5; i++) cr_assert_eq(_tp_hpage_of((void *)(base + i * TP_HPAGE))->state, TP_HP_LARGE_TAIL);
   /* The next run starts after it: the cursor moved past the grown run. */
-  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META);
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META, 0);
   cr_assert_geq(t->base, base + 5 * TP_HPAGE, "a new run at %#lx inside the grown one", (unsigned long)t->base);
   _tp_run_publish(t);
   cr_assert_not(_tp_run_grow(s, 6 + (t->base - base - 5 * TP_HPAGE) / TP_HPAGE), "grew over a run in use");
@@ -177,7 +179,7 @@ Test(runs, a_large_run_grows_over_the_unused_hpages_after_it_and_the_cursor_move
   _tp_run_release(s);
   cr_assert_eq(fake.decommits, 5, "release gave back %zu hpages, not the 5 of the grown run", fake.decommits);
   /* Given back, those hpages are free again: a run before them grows over them. */
-  tp_slab_t *u = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META);
+  tp_slab_t *u = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META, 0);
   cr_assert_eq(u->base, base, "the first free hpage is %#lx, not the old run's", (unsigned long)u->base);
   cr_assert(_tp_run_grow(u, 4), "the 3 hpages after it were given back");
   cr_assert_eq(u->nhpages, 4);
@@ -186,7 +188,7 @@ Test(runs, a_large_run_grows_over_the_unused_hpages_after_it_and_the_cursor_move
 }
 
 Test(runs, a_large_run_that_cannot_be_backed_grows_no_further_and_gives_back_what_it_took) {
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META, 0);
   _tp_run_publish(s);
   uintptr_t base = s->base;
   fake.fail_at = fake.backs + 3; /* the third hpage after it cannot be backed */
@@ -201,8 +203,8 @@ Test(runs, a_large_run_that_cannot_be_backed_grows_no_further_and_gives_back_wha
    * the cursor (slot runs), and found by address (large runs); none on another's hpage. */
   tp_slab_t *r[8];
   for (int i = 0; i < 8; i++) {
-    r[i] = i % 2 ? _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META)
-                 : _tp_run_new(g, TP_SLAB_MEDIUM, TP_SLOTS - 1, 0, TP_BIG_META);
+    r[i] = i % 2 ? _tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META, 0)
+                 : _tp_run_new(g, TP_SLAB_MEDIUM, TP_SLOTS - 1, 0, TP_BIG_META, 0);
     cr_assert_not_null(r[i]);
     cr_assert_neq(r[i]->hp, s->hp);
     for (int j = 0; j < i; j++) cr_assert_neq(r[i]->hp, r[j]->hp, "hpage %#lx handed out twice", (unsigned long)r[i]->hp->addr);
@@ -212,7 +214,7 @@ Test(runs, a_large_run_that_cannot_be_backed_grows_no_further_and_gives_back_wha
 }
 
 Test(runs, a_medium_run_grows_into_the_free_slots_after_it_only) {
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   _tp_run_publish(s);
   cr_assert_eq(s->first_slot, 0);
   cr_assert(_tp_run_grow(s, 6));
@@ -220,7 +222,7 @@ Test(runs, a_medium_run_grows_into_the_free_slots_after_it_only) {
   cr_assert_eq(s->hp->nused, 6);
   cr_assert_eq(atomic_load(&g->slab_bytes), 6 * TP_SLOT);
   cr_assert_eq(_tp_slab_of((void *)(s->base + 5 * TP_SLOT)), s, "the page map does not know its new slots");
-  tp_slab_t *t = _tp_run_new(g, TP_SLAB_MEDIUM, 2, 0, TP_BIG_META);
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_MEDIUM, 2, 0, TP_BIG_META, 0);
   _tp_run_publish(t);
   cr_assert_eq(t->hp, s->hp);
   cr_assert_eq(t->first_slot, 6);
@@ -238,16 +240,71 @@ Test(runs, a_medium_run_grows_into_the_free_slots_after_it_only) {
 Test(runs, a_large_run_of_64_mib_or_more_is_backed_lazily_under_pool_auto) {
   _tp_opt.pool = TP_POOL_AUTO;
   _tp_opt.start_bytes = 0; /* past the start pages */
-  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 31, TP_HPAGE, TP_BIG_META);
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 31, TP_HPAGE, TP_BIG_META, 0);
   cr_assert_not_null(s);
   cr_assert_eq(fake.last_want, TP_SRC_HUGETLB, "a 62 MiB run asked for source %d", fake.last_want);
-  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 32, TP_HPAGE, TP_BIG_META);
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 32, TP_HPAGE, TP_BIG_META, 0);
   cr_assert_not_null(t);
   cr_assert_eq(fake.last_want, TP_SRC_THP, "a 64 MiB run asked for source %d", fake.last_want);
   _tp_run_release(t);
   _tp_opt.pool = TP_POOL_HUGETLBFS;
-  t = _tp_run_new(g, TP_SLAB_LARGE, 32, TP_HPAGE, TP_BIG_META);
+  t = _tp_run_new(g, TP_SLAB_LARGE, 32, TP_HPAGE, TP_BIG_META, 0);
   cr_assert_eq(fake.last_want, TP_SRC_HUGETLB, "pool:hugetlbfs: a 64 MiB run asked for source %d", fake.last_want);
   _tp_run_release(t);
   _tp_run_release(s);
+}
+
+/* Under pool:auto the last hpage of a large run that uses at most an eighth of it is backed by
+ * 4 KiB pages (8.5 MB blocks: 128 KiB past 8 MiB); it is given back when the run goes, whatever
+ * retain_mb says, and collapsed into a huge page when the run grows past it. */
+Test(runs, a_large_runs_little_used_last_hpage_is_on_4k_pages_and_given_back_with_it) {
+  _tp_opt.pool = TP_POOL_AUTO;
+  _tp_opt.start_bytes = 0;
+  _tp_opt.retain_bytes = (size_t)64 << 20;
+  /* A run that grows past its 4 KiB tail has that hpage collapsed. */
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 2, TP_HPAGE, TP_BIG_META, 4096);
+  cr_assert_not_null(t);
+  _tp_run_publish(t);
+  tp_hpage_t *tail = _tp_hpage_of((void *)(t->base + TP_HPAGE));
+  cr_assert(tail->tail4k);
+  size_t p0 = fake.promotes;
+  cr_assert(_tp_run_grow(t, 4));
+  cr_assert_eq(fake.promotes, p0 + 1, "the old tail was not collapsed");
+  cr_assert_not(tail->tail4k);
+  cr_assert_eq(tail->source, TP_SRC_THP);
+  _tp_run_release(t);
+
+  size_t b0 = fake.backs;
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 5, TP_HPAGE, TP_BIG_META, 131168);
+  cr_assert_not_null(s);
+  cr_assert_eq(fake.backs - b0, 5);
+  for (unsigned i = 0; i < 4; i++) cr_assert_eq(fake.wants[b0 + i], TP_SRC_HUGETLB, "hpage %u asked for %d", i, fake.wants[b0 + i]);
+  cr_assert_eq(fake.wants[b0 + 4], TP_SRC_4K, "the last hpage (128 KiB used) asked for %d", fake.wants[b0 + 4]);
+  tp_hpage_t *last = _tp_hpage_of((void *)(s->base + 4 * TP_HPAGE));
+  cr_assert(last->tail4k);
+  _tp_run_publish(s);
+  uintptr_t base = s->base;
+  _tp_run_release(s);
+  cr_assert_eq(fake.decommits, 1, "retained: the 4 full hpages stay, the tail goes back (%zu)", fake.decommits);
+  cr_assert_eq(last->state, TP_HP_FREE);
+  cr_assert_not(last->tail4k);
+  for (unsigned i = 0; i < 4; i++) cr_assert_eq(_tp_hpage_of((void *)(base + i * TP_HPAGE))->state, TP_HP_EMPTY);
+
+  /* More than an eighth used: a huge page. */
+  b0 = fake.backs;
+  t = _tp_run_new(g, TP_SLAB_LARGE, 2, TP_HPAGE, TP_BIG_META, TP_HPAGE / 8 + 1);
+  cr_assert_not_null(t);
+  for (size_t i = b0; i < fake.backs; i++) cr_assert_eq(fake.wants[i], TP_SRC_HUGETLB);
+  cr_assert_not(_tp_hpage_of((void *)(t->base + TP_HPAGE))->tail4k);
+  _tp_run_release(t);
+
+  /* pool:hugetlbfs: the pool whatever the tail. */
+  _tp_opt.pool = TP_POOL_HUGETLBFS;
+  _tp_opt.retain_bytes = 0;
+  b0 = fake.backs;
+  t = _tp_run_new(g, TP_SLAB_LARGE, 9, TP_HPAGE, TP_BIG_META, 8);
+  cr_assert_not_null(t);
+  for (size_t i = b0; i < fake.backs; i++) cr_assert_eq(fake.wants[i], TP_SRC_HUGETLB);
+  _tp_run_release(t);
+
 }

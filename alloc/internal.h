@@ -209,6 +209,11 @@ struct tp_slab_s {
    * is never reused by a thread other than the one whose slab it sits in. The free hit reads
    * it without the lock: a stale value only sends a free the other way, both correct. */
   const struct tp_tcache_s *filler;
+  /* All ones where a free by a thread other than the filler goes to the remote bin
+   * (_tp_policy_free_remote: small slabs of blocks under 64 B), else 0: the free hit tests
+   * ((filler ^ tc) & remote_mask) with one branch (alloc.c, free_in_slab). */
+  uintptr_t remote_mask;
+  /* The rest the free hit does not read. */
   tp_hpage_t *hp;        /* first hpage */
   uint32_t nhpages;      /* large: run length in hpages */
   uint32_t meta_size;    /* bytes of this record (released with it) */
@@ -538,10 +543,13 @@ typedef struct tp_tcache_s {
   uint16_t big_bins;     /* bins created with a class's tcache_limit above its tcache_cap
                           * (at most TP_BIG_BINS: a thread holds at most 16 MiB that way) */
   uint16_t grown_bins;   /* bins grown past their class's tcache_limit (at most TP_GROWN_BINS) */
-  uint8_t refills;       /* refills not yet added to _tp_refill_clock (up to TP_CLOCK_BATCH) */
+  int mode;
+  /* Up to here, fields the thread's hits read and that change rarely; another thread reads
+   * `exited` at every free of this thread's blocks (alloc.c, goes_remote). What the misses
+   * write starts on the next line. */
+  _Alignas(64) uint8_t refills; /* refills not yet added to _tp_refill_clock (up to TP_CLOCK_BATCH) */
   uint8_t trim_tick;     /* kilobyte-bin misses since the last trim (up to TP_TRIM_EVERY) */
   uint16_t ntrim, trim_next; /* entries of trim[] (kept with the record), the next one to trim */
-  int mode;
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
   /* counters of what bypasses the bins (medium, large, arena, uncached classes),
    * folded into the globals at thread exit */

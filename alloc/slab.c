@@ -32,6 +32,7 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   s->avail = s->data;
   s->live = (uint8_t *)s + live_offset(k);
   s->free_live = s->live;
+  s->remote_mask = _tp_policy_free_remote(k->size) ? ~(uintptr_t)0 : 0;
   for (unsigned w = 0; w < k->nwords; w++) s->avail[w] = word_full(s, w);
   s->navail = k->nobj;
   _tp_run_publish(s);

@@ -190,6 +190,16 @@ static size_t backed_bytes(void) {
   return backed * TP_HPAGE;
 }
 
+/* An hpage on 4 KiB pages collapsed into a huge page (THP), and counted as one; 0 on success. */
+static int collapse(tp_hpage_t *h) {
+  if (_tp_os_hooks.promote((void *)h->addr) != 0) return -1;
+  _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
+  _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+  _tp_heap_ctr.promoted++;
+  h->source = TP_SRC_THP;
+  return 0;
+}
+
 static void promote_start_pages(void) {
   heap_grown = 1;
   size_t backed = backed_bytes();
@@ -201,11 +211,7 @@ static void promote_start_pages(void) {
     if (!_tp_policy_promote_start(h->nused, full, backed, promoted_room)) continue;
     promoted_room += (size_t)(TP_SLOTS - full) * TP_SLOT;
     h->start = 0;
-    if (_tp_os_hooks.promote((void *)h->addr) != 0) continue;
-    _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
-    _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
-    _tp_heap_ctr.promoted++;
-    h->source = TP_SRC_THP;
+    collapse(h);
   }
 }
 
@@ -656,13 +662,7 @@ static int grow_large(tp_slab_t *s, size_t n) {
   if (take_run(end, n - s->nhpages, (size_t)(new_end - end), 0, 0, &zero) != 0) return 0;
   /* Its last hpage is no longer a little-used tail: collapsed into a huge page if it can be. */
   tp_hpage_t *t = _tp_hpage_of((void *)(end - TP_HPAGE));
-  if (t->tail4k && _tp_os_hooks.promote((void *)t->addr) == 0) {
-    _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
-    _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
-    _tp_heap_ctr.promoted++;
-    t->source = TP_SRC_THP;
-    t->tail4k = 0;
-  }
+  if (t->tail4k && collapse(t) == 0) t->tail4k = 0;
   heap_used_bytes += (size_t)(new_end - end);
   s->nhpages = (uint32_t)n;
   return 1;

@@ -20,6 +20,10 @@
  * --mode churn    two threads replace random entries of a shared table of --keep blocks of
  *                 16-1024 B (server-style churn: about half the frees cross threads). ns per
  *                 free+malloc, per thread.
+ * --mode batches  xmalloc-test's shape: each of two threads allocates batches of 64 blocks of
+ *                 8-128 B, pushes each onto a shared stack (one mutex) and frees the batch
+ *                 below it, the other thread's when the two alternate: blocks handed over a
+ *                 batch at a time. ns per malloc+free of one block, per thread.
  * --mode startup  runs --prog (argv words split on ',', '_' for a space) --ops times, one after another,
  *                 each with this process's environment (so the allocator preloaded here is
  *                 preloaded there): ns per run. Memory: the program's own VmHWM + HugetlbPages,
@@ -154,6 +158,43 @@ static void *churn(void *arg) {
   return NULL;
 }
 
+enum { BATCH = 64 };
+typedef struct batch {
+  struct batch *next;
+  void *p[BATCH];
+} batch_t;
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+static batch_t *batch_top; /* batches: the shared stack */
+
+static void free_batch(batch_t *b) {
+  for (int k = 0; k < BATCH; k++) free(b->p[k]);
+  free(b);
+}
+
+static void *batches(void *arg) {
+  uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 15485863;
+  pthread_barrier_wait(&go);
+  for (unsigned long i = 0; i < n_ops; i += BATCH) {
+    batch_t *b = malloc(sizeof *b);
+    if (!b) wl_die("out of memory at op %lu", i);
+    for (int k = 0; k < BATCH; k++) {
+      size_t n = wl_rand_range(&s, 8, 128);
+      char *p = malloc(n);
+      if (!p) wl_die("out of memory at op %lu", i);
+      memset(p, k, 8);
+      b->p[k] = p;
+    }
+    pthread_mutex_lock(&batch_lock);
+    b->next = batch_top;
+    batch_top = b;
+    batch_t *g = b->next;
+    if (g) b->next = g->next;
+    pthread_mutex_unlock(&batch_lock);
+    if (g) free_batch(g);
+  }
+  return NULL;
+}
+
 static double run_two(void *(*fn)(void *)) {
   if (fn == scratch)
     for (int i = 0; i < 2; i++)
@@ -174,6 +215,11 @@ static double run_two(void *(*fn)(void *)) {
   wl_note_peak();
   if (fn == churn)
     for (unsigned long i = 0; i < n_keep; i++) free(table[i]);
+  for (batch_t *b = batch_top, *next; b; b = next) {
+    next = b->next;
+    free_batch(b);
+  }
+  batch_top = NULL;
   return ns;
 }
 
@@ -244,7 +290,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, scratch, churn or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, scratch, churn, batches or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -259,8 +305,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "sizes")) log_sizes = 1, ns = run_two(side_by_side), name = "threads-sizes", op = "free+malloc";
   else if (!strcmp(mode, "scratch")) ns = run_two(scratch), name = "scratch-mt", op = "malloc+1000_writes+free";
   else if (!strcmp(mode, "churn")) ns = run_two(churn), name = "churn-mt", op = "free+malloc";
+  else if (!strcmp(mode, "batches")) ns = run_two(batches), name = "batches-mt", op = "malloc+free";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, scratch, churn or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

@@ -297,7 +297,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
 static inline int goes_remote(const tp_tcache_t *tc, const tp_slab_t *s, const tp_tbin_t *b) {
   if (b->end == b->lo) return !atomic_load_explicit(&_tp_groups[s->group]->idle, memory_order_relaxed);
   const tp_tcache_t *f = __atomic_load_n(&s->filler, __ATOMIC_RELAXED);
-  return f != tc && _tp_policy_free_remote(s->size) && f != NULL && !f->exited;
+  return f != tc && s->remote_mask && f != NULL && !f->exited; /* the mask: _tp_policy_free_remote of its size */
 }
 
 /* The free miss: no bin yet, bin full, no cache (thread exit), a block for the remote bin. */

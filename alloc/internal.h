@@ -122,13 +122,7 @@ int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
 int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTERNAL;
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;
 int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
-/* A block freed by a thread that does not fill from its slab goes back to the slab (through
- * the thread's remote bin) rather than into its cache, when blocks of its size share cache
- * lines: reused by this thread, it would share a line with blocks the filling thread writes
- * (Hoard's cache-scratch: 2.7x jemalloc's time before). Larger blocks are reused here, as
- * before: sending every cross-thread free back costs a refill and a flush per batch (two
- * threads replacing each other's entries of 16-1024 B: 49 ns per op against 63). */
-static inline int _tp_policy_free_remote(uint32_t size) { return size < 64; } /* inline: the free hit asks */
+int _tp_policy_free_remote(uint32_t size) TP_INTERNAL; /* slab_new sets the slab's remote_mask from it */
 
 int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,

@@ -306,5 +306,4 @@ Test(runs, a_large_runs_little_used_last_hpage_is_on_4k_pages_and_given_back_wit
   cr_assert_not_null(t);
   for (size_t i = b0; i < fake.backs; i++) cr_assert_eq(fake.wants[i], TP_SRC_HUGETLB);
   _tp_run_release(t);
-
 }

@@ -255,7 +255,9 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
     return p;
   }
   if (align > 16) {
-    if (align <= TP_PAGE && req <= TP_SMALL_MAX) {
+    /* Up to 64 KiB a class that is a multiple of the alignment keeps every object aligned:
+     * slabs start on 64 KiB. */
+    if (align <= TP_SLOT && req <= TP_SMALL_MAX) {
       size_t r = (req + align - 1) & ~(align - 1);
       if (r <= TP_SMALL_MAX) {
         unsigned c = _tp_class_of(r);
@@ -553,7 +555,7 @@ static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
   if (alignment <= 16) return malloc_ra(size, ra);
   /* Up to 64 KiB, a class whose size is a multiple of the alignment is aligned by itself (slabs
    * start on 64 KiB): the malloc hit of the rounded size. */
-  if (alignment <= TP_PAGE && size <= TP_FAST_BIG) {
+  if (alignment <= TP_SLOT && size <= TP_FAST_BIG) {
     size_t r = (size + alignment - 1) & ~(alignment - 1);
     if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);
   }

@@ -174,8 +174,10 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       if (now - atomic_load_explicit(last, memory_order_relaxed) >= 8)
         atomic_store_explicit(last, now, memory_order_relaxed);
       /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
-       * otherwise share lines across threads; just what is wanted for the larger ones. */
-      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want);
+       * otherwise share lines across threads; just what is wanted for the larger ones; a
+       * bin's first blocks a few at a time (policy.c). */
+      int slow = _tp_policy_slow_start(b->nalloc, &want);
+      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow);
       if (n == 0) return enomem();
       /* The cache pops from the top: reverse the batch so blocks come out in address order. */
       for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
@@ -198,7 +200,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
     }
     if (_tp_class_trimmed(_tp_classes[c].size)) _tp_tcache_trim_tick(tc);
   } else {
-    if (_tp_bin_fill(_tp_groups[g], c, &e, 1, 1) == 0) return enomem();
+    if (_tp_bin_fill(_tp_groups[g], c, &e, 1, 1, 0) == 0) return enomem();
     count_alloc(tc, _tp_classes[c].size);
   }
   mark_live(e);

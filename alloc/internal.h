@@ -129,6 +129,9 @@ int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avai
                              uint32_t nobj) TP_INTERNAL;
 int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;
 uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint32_t cap) TP_INTERNAL;
+#define TP_SLOW_START_POPS 64 /* a bin's first blocks come TP_SLOW_START_BATCH a refill */
+#define TP_SLOW_START_BATCH 8
+int _tp_policy_slow_start(uint64_t bin_pops, unsigned *want) TP_INTERNAL;
 int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned cached, unsigned cap,
                            size_t donor_slab_bytes, size_t exclusive_bytes, uint64_t since_donor_refill) TP_INTERNAL;
 
@@ -429,7 +432,7 @@ int _tp_run_grow(tp_slab_t *s, size_t n) TP_INTERNAL;
 /* Moves at least `want` objects (when memory allows) and at most `room` of class c of group g
  * into out[] (as tcache entries). */
 typedef struct tp_entry_s { void *p; uint8_t *live; } tp_entry_t;
-unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room) TP_INTERNAL;
+unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow) TP_INTERNAL;
 /* Returns objects (already marked not live) to their slabs. All belong to group g, class c. */
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
 /* Releases every slab of a group (destroy). */

@@ -97,7 +97,7 @@ static int bin_hot(tp_group_t *g, const tp_bin_t *b) {
                             atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed), b->last_fill,
                             atomic_load_explicit(&g->alias, memory_order_relaxed) != 0);
 }
-unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room) {
+unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow) {
   tp_bin_t *b = &g->bins[c];
   unsigned n = 0;
   _tp_lock(&b->lock);
@@ -119,11 +119,13 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
     if (__atomic_load_n(&s->filler, __ATOMIC_RELAXED) != _tp_tc) /* a line every free reads */
       __atomic_store_n(&s->filler, _tp_tc, __ATOMIC_RELAXED);
     /* Whole bitmap words while there is room: a word's objects share a line of live bytes,
-     * and one thread taking all of them keeps other threads off that line. */
+     * and one thread taking all of them keeps other threads off that line. A slow-start refill
+     * takes just what it wants, except from another thread's slab. */
+    unsigned lim = slow && !shared ? want : room;
     for (unsigned w = s->avail_hint; w < s->nwords && n < want; w++) {
       uint64_t bits = s->avail[w];
       if (shared && (bits != word_full(s, w) || room - n < 64)) continue;
-      while (bits && n < room) {
+      while (bits && n < lim) {
         unsigned bit = (unsigned)__builtin_ctzll(bits);
         bits &= bits - 1;
         uint32_t idx = w * 64 + bit;
@@ -134,7 +136,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
       }
       s->avail[w] = bits;
       if (bits == 0 && w == s->avail_hint) s->avail_hint = w + 1;
-      if (n >= room) break;
+      if (n >= lim) break;
     }
     if (s->navail == 0) partial_unlink(b, s);
     if (n >= room) break;

@@ -63,6 +63,33 @@ Test(sentinel, the_first_block_of_a_class_creates_its_bin_for_every_size_of_the_
   cr_assert(static_records_untouched());
 }
 
+/* A bin's first refills take TP_SLOW_START_BATCH blocks (a thread that allocates a few blocks
+ * of many classes holds a few of each, not 64); past TP_SLOW_START_POPS pops, refills are the
+ * class's whole batches again. */
+Test(slow_start, a_new_bin_caches_a_few_blocks_and_full_batches_after_its_first_pops) {
+  tp_group_t *grp = tp_group_create("slow-start");
+  cr_assert_not_null(grp);
+  enum { N = 200 };
+  void *p[N];
+  p[0] = tp_group_malloc(grp, 200);
+  tp_tbin_t *b = _tp_tc->groups[grp->id]->bins[_tp_class_of(200)];
+  cr_assert_neq(b, &_tp_tbin_empty, "the group's bin for 200 B was not created");
+  cr_assert_eq(_tp_tbin_count(b), TP_SLOW_START_BATCH - 1, "first refill: %u blocks left in the bin",
+               _tp_tbin_count(b));
+  unsigned most = 0;
+  for (int i = 1; i < N; i++) {
+    p[i] = tp_group_malloc(grp, 200);
+    cr_assert_not_null(p[i]);
+    if (b->nalloc <= TP_SLOW_START_POPS)
+      cr_assert_leq(_tp_tbin_count(b), TP_SLOW_START_BATCH, "pop %lu: %u in the bin", (unsigned long)b->nalloc,
+                    _tp_tbin_count(b));
+    if (_tp_tbin_count(b) > most) most = _tp_tbin_count(b);
+  }
+  cr_assert_gt(most, TP_SLOW_START_BATCH, "no refill past the slow start took a full batch");
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+  tp_group_destroy(grp);
+}
+
 Test(sentinel, every_size_up_to_64_kib_has_the_fast_entry_of_its_class) {
   for (size_t n = 1; n <= TP_FAST_BIG; n++) {
     unsigned i = _tp_fast_index(n);

@@ -177,3 +177,18 @@ Test(policy, other_groups_holes_are_filled_from_a_page_of_them_and_an_eighth_of_
   cr_assert_not(_tp_policy_fill_holes(TP_HPAGE, 9 * TP_HPAGE), "under an eighth of the pages");
   cr_assert(_tp_policy_fill_holes(10 * TP_HPAGE, 80 * TP_HPAGE));
 }
+
+Test(policy, a_bins_first_refills_are_slow_start_batches_then_the_classs_own) {
+  unsigned want = 32;
+  cr_assert(_tp_policy_slow_start(0, &want));
+  cr_assert_eq(want, TP_SLOW_START_BATCH);
+  want = 32;
+  cr_assert(_tp_policy_slow_start(TP_SLOW_START_POPS - 1, &want));
+  cr_assert_eq(want, TP_SLOW_START_BATCH);
+  want = 32;
+  cr_assert_not(_tp_policy_slow_start(TP_SLOW_START_POPS, &want));
+  cr_assert_eq(want, 32, "past the slow start the class's batch: %u", want);
+  want = 8; /* a class whose batch is that small already (kilobyte classes): nothing to slow */
+  cr_assert_not(_tp_policy_slow_start(0, &want));
+  cr_assert_eq(want, 8);
+}

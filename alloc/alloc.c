@@ -130,16 +130,13 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
     /* Behind a wrapper the key is site + class: each class has its own group (group.c). */
     if (c < TP_NCLASSES) key = _tp_site_key(ra, c);
     g = _tp_site_group(key, &young);
-    tp_tbin_t *hb = tc->groups[g]->bins[c < TP_NCLASSES ? c : 0];
-    if (c < TP_NCLASSES && _tp_tbin_count(hb) == 0) { /* about to refill */
-      /* A site's demand counts refills of the class's batch: a bin's slow start (8 blocks a
-       * refill, policy.c) counts once per batch's worth, or young sites would grow up on it. */
-      unsigned want = refill_want(c);
-      if (young && _tp_policy_slow_start(hb->nalloc, &want) && hb->nalloc % refill_want(c) >= want) {
-        /* within a batch's worth already counted: stays where it is */
-      } else if (young) g = _tp_site_refill(key, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
-                                              _tp_classes[c].size);
-      else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
+    const tp_tbin_t *hb = c < TP_NCLASSES ? tc->groups[g]->bins[c] : NULL;
+    if (hb != NULL && _tp_tbin_count(hb) == 0) { /* about to refill */
+      if (young) {
+        if (_tp_policy_slow_refill_counts(hb->nalloc, refill_want(c)))
+          g = _tp_site_refill(key, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
+                                       _tp_classes[c].size);
+      } else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
         tp_bin_t *own = &_tp_groups[g]->bins[c], *sh = &_tp_groups[TP_SHARED_GROUP]->bins[c];
         if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c),
                                      __atomic_load_n(&sh->navail, __ATOMIC_RELAXED),

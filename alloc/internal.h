@@ -132,6 +132,7 @@ uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint
 #define TP_SLOW_START_POPS 64 /* a bin's first blocks come TP_SLOW_START_BATCH a refill */
 #define TP_SLOW_START_BATCH 8
 int _tp_policy_slow_start(uint64_t bin_pops, unsigned *want) TP_INTERNAL;
+int _tp_policy_slow_refill_counts(uint64_t bin_pops, unsigned batch) TP_INTERNAL;
 int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned cached, unsigned cap,
                            size_t donor_slab_bytes, size_t exclusive_bytes, uint64_t since_donor_refill) TP_INTERNAL;
 
@@ -430,7 +431,8 @@ int _tp_run_grow(tp_slab_t *s, size_t n) TP_INTERNAL;
 
 /* ---- slabs and bins (slab.c) --------------------------------------------------------- */
 /* Moves at least `want` objects (when memory allows) and at most `room` of class c of group g
- * into out[] (as tcache entries). */
+ * into out[] (as tcache entries); a slow-start refill (`slow`) takes just `want`, except whole
+ * words of another thread's slab. */
 typedef struct tp_entry_s { void *p; uint8_t *live; } tp_entry_t;
 unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow) TP_INTERNAL;
 /* Returns objects (already marked not live) to their slabs. All belong to group g, class c. */

@@ -192,3 +192,14 @@ Test(policy, a_bins_first_refills_are_slow_start_batches_then_the_classs_own) {
   cr_assert_not(_tp_policy_slow_start(0, &want));
   cr_assert_eq(want, 8);
 }
+
+Test(policy, a_young_sites_demand_counts_one_slow_start_refill_per_batch) {
+  /* batches of 32: pops 0 and 32 start a batch's worth, 8, 16, 24, 40 ... do not */
+  cr_assert(_tp_policy_slow_refill_counts(0, 32));
+  cr_assert_not(_tp_policy_slow_refill_counts(8, 32));
+  cr_assert_not(_tp_policy_slow_refill_counts(24, 32));
+  cr_assert(_tp_policy_slow_refill_counts(32, 32));
+  cr_assert_not(_tp_policy_slow_refill_counts(40, 32));
+  cr_assert(_tp_policy_slow_refill_counts(TP_SLOW_START_POPS + 8, 32), "past the slow start every refill counts");
+  cr_assert(_tp_policy_slow_refill_counts(8, TP_SLOW_START_BATCH), "a class of small batches is never slowed");
+}

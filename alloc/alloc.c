@@ -133,7 +133,7 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
     const tp_tbin_t *hb = c < TP_NCLASSES ? tc->groups[g]->bins[c] : NULL;
     if (hb != NULL && _tp_tbin_count(hb) == 0) { /* about to refill */
       if (young) {
-        if (_tp_policy_slow_refill_counts(hb->nalloc, refill_want(c)))
+        if (_tp_policy_slow_refill_counts(hb->nalloc, _tp_classes[c].size, refill_want(c)))
           g = _tp_site_refill(key, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
                                        _tp_classes[c].size);
       } else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
@@ -179,7 +179,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
        * otherwise share lines across threads; just what is wanted for the larger ones; a
        * bin's first blocks a few at a time (policy.c). */
-      int slow = _tp_policy_slow_start(b->nalloc, &want);
+      int slow = _tp_policy_slow_start(b->nalloc, _tp_classes[c].size, &want);
       unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow);
       if (n == 0) return enomem();
       /* The cache pops from the top: reverse the batch so blocks come out in address order. */

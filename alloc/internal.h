@@ -131,8 +131,9 @@ int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_I
 uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint32_t cap) TP_INTERNAL;
 #define TP_SLOW_START_POPS 64 /* a bin's first blocks come TP_SLOW_START_BATCH a refill */
 #define TP_SLOW_START_BATCH 8
-int _tp_policy_slow_start(uint64_t bin_pops, unsigned *want) TP_INTERNAL;
-int _tp_policy_slow_refill_counts(uint64_t bin_pops, unsigned batch) TP_INTERNAL;
+#define TP_SLOW_START_BYTES 8192 /* and at most this many bytes of a kilobyte class */
+int _tp_policy_slow_start(uint64_t bin_pops, uint32_t size, unsigned *want) TP_INTERNAL;
+int _tp_policy_slow_refill_counts(uint64_t bin_pops, uint32_t size, unsigned batch) TP_INTERNAL;
 int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned cached, unsigned cap,
                            size_t donor_slab_bytes, size_t exclusive_bytes, uint64_t since_donor_refill) TP_INTERNAL;
 

@@ -87,26 +87,33 @@ int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) {
 }
 
 /* A refill asks for half the class's cap, in whole bitmap words up to the cap for the small
- * classes. A bin's first TP_SLOW_START_POPS blocks come TP_SLOW_START_BATCH at a time (slow
- * start, as tcmalloc's thread caches start small): a thread that allocates a few blocks of many
- * classes would otherwise hold up to 64 of each in its cache, and on huge pages they are
- * resident (200 threads keeping 100 blocks each of 16-640 B: 68.9 MB of RSS + hugetlb, 36.0
- * with the slow start, jemalloc 28.9). A slow refill from another live thread's slab still
- * takes a whole word (slab.c): words stay one thread's (taking 8 there too gave 27.7 MB, but
- * words shared between live threads). Returns whether the refill is slow. */
-int _tp_policy_slow_start(uint64_t bin_pops, unsigned *want) {
-  if (bin_pops >= TP_SLOW_START_POPS || *want <= TP_SLOW_START_BATCH) return 0;
-  *want = TP_SLOW_START_BATCH;
+ * classes. A bin's first TP_SLOW_START_POPS blocks come a few at a time (slow start, as
+ * tcmalloc's thread caches start small): TP_SLOW_START_BATCH blocks, and for the kilobyte
+ * classes what fits in TP_SLOW_START_BYTES (at least one block). A thread that allocates a few
+ * blocks of many classes would otherwise hold up to 64 of each in its cache, and on huge pages
+ * they are resident (200 threads keeping 100 blocks each of 16-640 B: 68.9 MB of RSS +
+ * hugetlb, 36.0 with the slow start, jemalloc 28.9). A buffer grown by realloc through the
+ * classes takes one block of each, and its site's group cached 8 of every class up to 16 KiB
+ * (z3: 5.2 MB in one thread's bins when its heap peaked, over 14 site groups). A slow refill
+ * from another live thread's slab still takes a whole word (slab.c): words stay one thread's
+ * (taking 8 there too gave 27.7 MB, but words shared between live threads). Returns whether
+ * the refill is slow. */
+int _tp_policy_slow_start(uint64_t bin_pops, uint32_t size, unsigned *want) {
+  unsigned slow = size > TP_SLOW_START_BYTES / TP_SLOW_START_BATCH ? TP_SLOW_START_BYTES / size : TP_SLOW_START_BATCH;
+  if (slow == 0) slow = 1;
+  if (bin_pops >= TP_SLOW_START_POPS || *want <= slow) return 0;
+  *want = slow;
   return 1;
 }
 
 /* Whether a refill of a bin that has popped bin_pops blocks counts as one of its young site's
- * refills (group.c, the site's demand), the class's refills being `batch` blocks: during the
- * slow start, one refill per batch's worth of blocks counts, or young sites would grow up on
- * the small refills (redis at demo scale: 48.4 MB against 46.7 when each counted). */
-int _tp_policy_slow_refill_counts(uint64_t bin_pops, unsigned batch) {
+ * refills (group.c, the site's demand), the class's refills being `batch` blocks of `size`
+ * bytes: during the slow start, one refill per batch's worth of blocks counts, or young sites
+ * would grow up on the small refills (redis at demo scale: 48.4 MB against 46.7 when each
+ * counted). */
+int _tp_policy_slow_refill_counts(uint64_t bin_pops, uint32_t size, unsigned batch) {
   unsigned want = batch;
-  return !_tp_policy_slow_start(bin_pops, &want) || bin_pops % batch < want;
+  return !_tp_policy_slow_start(bin_pops, size, &want) || bin_pops % batch < want;
 }
 
 /* How many freed blocks a thread's bin keeps. Under group:thread, blocks freed into another

@@ -63,6 +63,28 @@ Test(sentinel, the_first_block_of_a_class_creates_its_bin_for_every_size_of_the_
   cr_assert(static_records_untouched());
 }
 
+/* A kilobyte bin's first refills hold TP_SLOW_START_BYTES at most: a buffer grown through the
+ * classes (realloc) takes one block of each, and a bin that cached a batch of 8 for it held
+ * 8 x 5 KiB. */
+Test(slow_start, a_new_kilobyte_bin_caches_a_few_kilobytes) {
+  tp_group_t *grp = tp_group_create("slow-start-kb");
+  cr_assert_not_null(grp);
+  void *p = tp_group_malloc(grp, 5000), *q = tp_group_malloc(grp, 2000);
+  cr_assert_not_null(p);
+  cr_assert_not_null(q);
+  tp_tbin_t *b = _tp_tc->groups[grp->id]->bins[_tp_class_of(5000)];
+  tp_tbin_t *b2 = _tp_tc->groups[grp->id]->bins[_tp_class_of(2000)];
+  cr_assert_neq(b, &_tp_tbin_empty, "the group's bin for 5000 B was not created");
+  size_t s = _tp_classes[_tp_class_of(5000)].size, s2 = _tp_classes[_tp_class_of(2000)].size;
+  cr_assert_leq((_tp_tbin_count(b) + 1) * s, TP_SLOW_START_BYTES > s ? TP_SLOW_START_BYTES : s,
+                "first refill of %zu B blocks: %u more in the bin", s, _tp_tbin_count(b));
+  cr_assert_leq((_tp_tbin_count(b2) + 1) * s2, TP_SLOW_START_BYTES, "first refill of %zu B blocks: %u more in the bin",
+                s2, _tp_tbin_count(b2));
+  tp_free(p);
+  tp_free(q);
+  tp_group_destroy(grp);
+}
+
 /* A bin's first refills take TP_SLOW_START_BATCH blocks (a thread that allocates a few blocks
  * of many classes holds a few of each, not 64); past TP_SLOW_START_POPS pops, refills are the
  * class's whole batches again. */
@@ -120,9 +142,13 @@ Test(sentinel, a_kilobyte_class_hits_like_a_small_one_after_its_first_block) {
   cr_assert_eq(b->cls, c);
   for (size_t n = 4097; n <= 5120; n++) cr_assert_eq(st->bins[_tp_fast_index(n)], b, "size %zu has another bin", n);
   cr_assert_eq(st->bins[_tp_fast_index(5121)], &_tp_tbin_empty, "a class never used has a bin");
-  /* The next block of the class comes off the same bin; calloc takes the same hit and zeroes. */
+  /* The next block of the class comes off the same bin; calloc takes the same hit and zeroes.
+   * (A kilobyte bin's first refills bring a block or two: two freed blocks stock it.) */
+  void *f1 = tp_malloc(5000), *f2 = tp_malloc(5000);
+  tp_free(f1);
+  tp_free(f2);
   unsigned count = _tp_tbin_count(b);
-  cr_assert_gt(count, 1, "the miss filled the bin");
+  cr_assert_gt(count, 1, "the freed blocks are not in the bin");
   uintptr_t ra = st->ra;
   void *q = tp_malloc(4500);
   cr_assert_eq(_tp_tbin_count(b), count - 1, "malloc(4500) did not pop the 5120-byte bin");

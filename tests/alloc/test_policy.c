@@ -180,26 +180,45 @@ Test(policy, other_groups_holes_are_filled_from_a_page_of_them_and_an_eighth_of_
 
 Test(policy, a_bins_first_refills_are_slow_start_batches_then_the_classs_own) {
   unsigned want = 32;
-  cr_assert(_tp_policy_slow_start(0, &want));
+  cr_assert(_tp_policy_slow_start(0, 64, &want));
   cr_assert_eq(want, TP_SLOW_START_BATCH);
   want = 32;
-  cr_assert(_tp_policy_slow_start(TP_SLOW_START_POPS - 1, &want));
+  cr_assert(_tp_policy_slow_start(TP_SLOW_START_POPS - 1, 64, &want));
   cr_assert_eq(want, TP_SLOW_START_BATCH);
   want = 32;
-  cr_assert_not(_tp_policy_slow_start(TP_SLOW_START_POPS, &want));
+  cr_assert_not(_tp_policy_slow_start(TP_SLOW_START_POPS, 64, &want));
   cr_assert_eq(want, 32, "past the slow start the class's batch: %u", want);
-  want = 8; /* a class whose batch is that small already (kilobyte classes): nothing to slow */
-  cr_assert_not(_tp_policy_slow_start(0, &want));
+  want = 8; /* a class whose batch is that small already: nothing to slow */
+  cr_assert_not(_tp_policy_slow_start(0, 1024, &want));
   cr_assert_eq(want, 8);
+}
+
+Test(policy, a_kilobyte_bins_slow_start_refills_hold_a_few_kilobytes) {
+  unsigned want = 8; /* the kilobyte classes' batch (tcache_cap 16) */
+  cr_assert(_tp_policy_slow_start(0, 2048, &want));
+  cr_assert_eq(want, TP_SLOW_START_BYTES / 2048);
+  want = 8;
+  cr_assert(_tp_policy_slow_start(0, 5120, &want));
+  cr_assert_eq(want, 1, "5 KiB blocks: %u a refill", want);
+  want = 2; /* the classes over 16 KiB (tcache_cap 4) */
+  cr_assert(_tp_policy_slow_start(TP_SLOW_START_POPS - 1, 40960, &want));
+  cr_assert_eq(want, 1, "a block larger than the slow start's bytes still comes: %u", want);
+  want = 8;
+  cr_assert_not(_tp_policy_slow_start(TP_SLOW_START_POPS, 5120, &want));
+  cr_assert_eq(want, 8, "past the slow start the class's batch: %u", want);
 }
 
 Test(policy, a_young_sites_demand_counts_one_slow_start_refill_per_batch) {
   /* batches of 32: pops 0 and 32 start a batch's worth, 8, 16, 24, 40 ... do not */
-  cr_assert(_tp_policy_slow_refill_counts(0, 32));
-  cr_assert_not(_tp_policy_slow_refill_counts(8, 32));
-  cr_assert_not(_tp_policy_slow_refill_counts(24, 32));
-  cr_assert(_tp_policy_slow_refill_counts(32, 32));
-  cr_assert_not(_tp_policy_slow_refill_counts(40, 32));
-  cr_assert(_tp_policy_slow_refill_counts(TP_SLOW_START_POPS + 8, 32), "past the slow start every refill counts");
-  cr_assert(_tp_policy_slow_refill_counts(8, TP_SLOW_START_BATCH), "a class of small batches is never slowed");
+  cr_assert(_tp_policy_slow_refill_counts(0, 64, 32));
+  cr_assert_not(_tp_policy_slow_refill_counts(8, 64, 32));
+  cr_assert_not(_tp_policy_slow_refill_counts(24, 64, 32));
+  cr_assert(_tp_policy_slow_refill_counts(32, 64, 32));
+  cr_assert_not(_tp_policy_slow_refill_counts(40, 64, 32));
+  cr_assert(_tp_policy_slow_refill_counts(TP_SLOW_START_POPS + 8, 64, 32), "past the slow start every refill counts");
+  cr_assert(_tp_policy_slow_refill_counts(8, 64, TP_SLOW_START_BATCH), "a class of small batches is never slowed");
+  /* 5 KiB blocks one a refill, batches of 8: pops 0 and 8 count, 1-7 do not */
+  cr_assert(_tp_policy_slow_refill_counts(0, 5120, 8));
+  cr_assert_not(_tp_policy_slow_refill_counts(3, 5120, 8));
+  cr_assert(_tp_policy_slow_refill_counts(8, 5120, 8));
 }

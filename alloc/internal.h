@@ -118,6 +118,7 @@ int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_byte
                          int split_class) TP_INTERNAL;
 int _tp_policy_bin_hot(int idle, uint64_t now, uint64_t last_fill, int aliased) TP_INTERNAL;
 int _tp_policy_realloc_keeps(int small, size_t old, size_t size) TP_INTERNAL;
+int _tp_policy_realloc_leaves_class_group(int key_class, size_t size) TP_INTERNAL;
 int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
 int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTERNAL;
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;

@@ -145,6 +145,14 @@ int _tp_policy_realloc_keeps(int small, size_t old, size_t size) {
   return size >= old / 2;
 }
 
+/* Whether a block that realloc moves (it left its class, or grew past it) leaves its group for
+ * the group its site's calls of the new size take: when the group is a wrapper's group of one
+ * class (key_class >= 0, the class of the site + class key) and the new size is not of that
+ * class. Any other group keeps the block (a whole site's, a thread's, an explicit group). */
+int _tp_policy_realloc_leaves_class_group(int key_class, size_t size) {
+  return key_class >= 0 && (size > TP_SMALL_MAX || _tp_class_of(size ? size : 1) != (unsigned)key_class);
+}
+
 /* Holes left in the shared group: a grown site group about to carve a new slab of a class
  * (its slabs have fewer available objects than the refill wants) takes this refill from the shared group
  * instead when the shared group's slabs of that class hold at least two slabs' worth of

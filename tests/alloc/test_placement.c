@@ -91,6 +91,34 @@ Test(wrapper, a_site_spanning_many_size_classes_is_split_by_class) {
   for (int i = 0; i < 64; i++) tp_free(other[i]);
 }
 
+/* A block of a wrapper's one-class group that realloc moves to another class goes where the
+ * wrapper's calls of that size go, not into a slab of the new class in the old class's group
+ * (z3's buffers, grown from 32 and 48 B, left a slab of each class they passed in those two
+ * groups). A whole site's group keeps its blocks through realloc. */
+Test(wrapper, a_block_realloced_out_of_its_class_leaves_the_class_group) {
+  enum { N = 4000 };
+  static void *nodes[N], *other[64];
+  for (int i = 0; i < 64; i++) other[i] = wrapper(16 + (size_t)(i % 4) * 1400); /* 16..4216 B */
+  for (int i = 0; i < N; i++) nodes[i] = wrapper(32);
+  unsigned gn = group_of_block(nodes[N - 1]);
+  cr_assert_neq(gn, TP_SHARED_GROUP, "the nodes grew into a group of their own");
+  cr_assert_geq(_tp_key_class(_tp_groups[gn]->site), 0, "the nodes' group is one class of the wrapper");
+  void *grown = tp_realloc(nodes[N - 1], 3000), *same = tp_realloc(nodes[N - 2], 24);
+  cr_assert_eq(same, nodes[N - 2], "a realloc within the class stays");
+  cr_assert_neq(group_of_block(grown), gn, "a block grown to 3000 B stayed in the 32 B group");
+  cr_assert_eq(group_of_block(grown), group_of_block(other[2]), "it went elsewhere than the wrapper's 3000 B blocks");
+  nodes[N - 1] = grown;
+  /* A whole site's group keeps its blocks. */
+  static void *vals[N];
+  for (int i = 0; i < N; i++) vals[i] = site_a(64 + (size_t)(i % 13) * 16); /* 64-256 B */
+  unsigned gv = group_of_block(vals[N - 1]);
+  cr_assert_neq(gv, TP_SHARED_GROUP);
+  vals[N - 1] = tp_realloc(vals[N - 1], 3000);
+  cr_assert_eq(group_of_block(vals[N - 1]), gv, "a whole site's block left its group on realloc");
+  for (int i = 0; i < N; i++) tp_free(nodes[i]), tp_free(vals[i]);
+  for (int i = 0; i < 64; i++) tp_free(other[i]);
+}
+
 /* A new site is young: its first blocks share slabs with other young sites, so that a program
  * of many small sites pays for what it keeps, not for a slab per site and class. */
 Test(site, the_first_blocks_of_two_new_sites_share_a_slab) {

@@ -222,3 +222,12 @@ Test(policy, a_young_sites_demand_counts_one_slow_start_refill_per_batch) {
   cr_assert_not(_tp_policy_slow_refill_counts(3, 5120, 8));
   cr_assert(_tp_policy_slow_refill_counts(8, 5120, 8));
 }
+
+Test(policy, realloc_out_of_a_wrappers_class_group_leaves_it) {
+  unsigned c48 = _tp_class_of(48);
+  cr_assert_not(_tp_policy_realloc_leaves_class_group(-1, 3000), "a whole site's group keeps its blocks");
+  cr_assert_not(_tp_policy_realloc_leaves_class_group((int)c48, 40), "same class: no move to make");
+  cr_assert(_tp_policy_realloc_leaves_class_group((int)c48, 64));
+  cr_assert(_tp_policy_realloc_leaves_class_group((int)c48, 16), "shrunk into a smaller class");
+  cr_assert(_tp_policy_realloc_leaves_class_group((int)c48, TP_SMALL_MAX + 1), "grown past the slab classes");
+}

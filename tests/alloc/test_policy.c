@@ -179,26 +179,30 @@ Test(policy, other_groups_holes_are_filled_from_a_page_of_them_and_an_eighth_of_
 }
 
 Test(policy, a_bins_first_refills_are_slow_start_batches_then_the_classs_own) {
+  /* no more than the bin has popped (at least one): 1, 1, 2, 4, then TP_SLOW_START_BATCH */
+  unsigned expect[][2] = {{0, 1}, {1, 1}, {2, 2}, {4, 4}, {5, 5}, {8, TP_SLOW_START_BATCH}, {40, TP_SLOW_START_BATCH}};
+  for (unsigned i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+    unsigned want = 32;
+    cr_assert(_tp_policy_slow_start(expect[i][0], 64, &want), "pops %u", expect[i][0]);
+    cr_assert_eq(want, expect[i][1], "pops %u: %u a refill, expected %u", expect[i][0], want, expect[i][1]);
+  }
   unsigned want = 32;
-  cr_assert(_tp_policy_slow_start(0, 64, &want));
-  cr_assert_eq(want, TP_SLOW_START_BATCH);
-  want = 32;
   cr_assert(_tp_policy_slow_start(TP_SLOW_START_POPS - 1, 64, &want));
   cr_assert_eq(want, TP_SLOW_START_BATCH);
   want = 32;
   cr_assert_not(_tp_policy_slow_start(TP_SLOW_START_POPS, 64, &want));
   cr_assert_eq(want, 32, "past the slow start the class's batch: %u", want);
-  want = 8; /* a class whose batch is that small already: nothing to slow */
-  cr_assert_not(_tp_policy_slow_start(0, 1024, &want));
+  want = 8; /* a class whose batch is that small already, once the bin has popped as many */
+  cr_assert_not(_tp_policy_slow_start(8, 1024, &want));
   cr_assert_eq(want, 8);
 }
 
 Test(policy, a_kilobyte_bins_slow_start_refills_hold_a_few_kilobytes) {
   unsigned want = 8; /* the kilobyte classes' batch (tcache_cap 16) */
-  cr_assert(_tp_policy_slow_start(0, 2048, &want));
+  cr_assert(_tp_policy_slow_start(20, 2048, &want));
   cr_assert_eq(want, TP_SLOW_START_BYTES / 2048);
   want = 8;
-  cr_assert(_tp_policy_slow_start(0, 5120, &want));
+  cr_assert(_tp_policy_slow_start(20, 5120, &want));
   cr_assert_eq(want, 1, "5 KiB blocks: %u a refill", want);
   want = 2; /* the classes over 16 KiB (tcache_cap 4) */
   cr_assert(_tp_policy_slow_start(TP_SLOW_START_POPS - 1, 40960, &want));

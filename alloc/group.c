@@ -11,7 +11,7 @@ _Atomic uint64_t _tp_refill_clock;
 tp_group_t _tp_shared_group;
 
 static tp_lock_t groups_lock = TP_LOCK_INIT;
-static unsigned next_id = 1;
+static _Atomic unsigned next_id = 1; /* every id ever given is below it (_tp_groups_end) */
 static uint16_t free_ids[TP_MAX_GROUPS];
 static unsigned nfree_ids;
 static unsigned nsites, nthreads_groups;
@@ -69,13 +69,16 @@ static tp_group_t *group_new(const char *name) {
     if (next_id >= TP_MAX_GROUPS) return NULL;
     g = _tp_meta_alloc(sizeof(tp_group_t));
     if (g == NULL) return NULL;
-    id = next_id++;
+    id = next_id;
     atomic_store(&g->gen, 1);
   }
   group_setup(g, id, name);
   __atomic_store_n(&_tp_groups[id], g, __ATOMIC_RELEASE);
+  if (id >= next_id) atomic_store_explicit(&next_id, id + 1, memory_order_release); /* after the record */
   return g;
 }
+
+unsigned _tp_groups_end(void) { return atomic_load_explicit(&next_id, memory_order_acquire); }
 
 static inline size_t site_hash(uintptr_t ra) {
   uint64_t x = (uint64_t)ra * 0x9E3779B97F4A7C15ull;

@@ -393,7 +393,7 @@ static tp_hpage_t *borrow_idle_room(unsigned n, int *slot, tp_group_t **owner) {
   uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   tp_hpage_t *best = NULL;
   int best_slot = -1;
-  for (unsigned i = 1; i < TP_MAX_GROUPS; i++) {
+  for (unsigned i = 1, end = _tp_groups_end(); i < end; i++) {
     tp_group_t *g = _tp_groups[i];
     if (g == NULL || g->filler.hpages == 0 ||
         !_tp_policy_lend(g->explicit_, g->exclusive, now - atomic_load_explicit(&g->last_refill, memory_order_relaxed)))
@@ -418,7 +418,8 @@ static tp_hpage_t *borrow_idle_room(unsigned n, int *slot, tp_group_t **owner) {
 static tp_hpage_t *borrow_holes(const tp_group_t *g, unsigned n, int *slot, tp_group_t **owner) {
   if (g->explicit_) return NULL; /* its pages are its own, as for tp_group_destroy */
   size_t holes = 0, pages = 0;
-  for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
+  unsigned end = _tp_groups_end();
+  for (unsigned i = 0; i < end; i++) {
     tp_group_t *o = _tp_groups[i];
     if (o != NULL && !o->explicit_) holes += o->filler.hpages * TP_SLOTS - o->filler.used, pages += o->filler.hpages;
   }
@@ -431,7 +432,7 @@ static tp_hpage_t *borrow_holes(const tp_group_t *g, unsigned n, int *slot, tp_g
   if (!_tp_policy_fill_holes(holes * TP_SLOT, pages * TP_HPAGE)) return NULL;
   tp_hpage_t *best = NULL;
   int best_slot = -1, s;
-  for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
+  for (unsigned i = 0; i < end; i++) {
     tp_group_t *o = _tp_groups[i];
     if (o == NULL || o == g || o->explicit_ || o->filler.hpages == 0) continue;
     int upto = i == TP_SHARED_GROUP ? (int)TP_SLOTS : TP_LEND_UPTO;

@@ -366,6 +366,8 @@ extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 #define TP_LEND_REFILLS 256 /* an exclusive group that has not refilled in this many lends its room */
 extern tp_group_t _tp_shared_group TP_INTERNAL;
 void _tp_groups_init(void) TP_INTERNAL;
+/* One past the highest group id ever given: loops over the groups stop there (heap.c). */
+unsigned _tp_groups_end(void) TP_INTERNAL;
 /* The group of allocation site `site`; *young is set while the site allocates from the shared
  * group because it has not yet shown that it keeps memory. */
 unsigned _tp_site_group(uintptr_t site, int *young) TP_INTERNAL;

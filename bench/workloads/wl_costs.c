@@ -24,6 +24,10 @@
  *                 8-128 B, pushes each onto a shared stack (one mutex) and frees the batch
  *                 below it, the other thread's when the two alternate: blocks handed over a
  *                 batch at a time. ns per malloc+free of one block, per thread.
+ * --mode medium   one thread keeps --keep buffers of 64 KiB-1 MiB (a codec's or a parser's
+ *                 buffers), frees a random one and allocates another, writing its first and last
+ *                 bytes: the allocator's path for blocks between its small classes and whole
+ *                 pages. ns per free+malloc.
  * --mode startup  runs --prog (argv words split on ',', '_' for a space) --ops times, one after another,
  *                 each with this process's environment (so the allocator preloaded here is
  *                 preloaded there): ns per run. Memory: the program's own VmHWM + HugetlbPages,
@@ -129,6 +133,32 @@ static void *side_by_side(void *arg) {
   for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
   munmap(own, n_keep * sizeof *own);
   return NULL;
+}
+
+static double run_medium(void) {
+  void **own = map_array(n_keep * sizeof *own);
+  uint64_t s = wl_seed;
+  for (unsigned long i = 0; i < n_keep; i++) {
+    size_t n = wl_rand_range(&s, 64 << 10, 1 << 20);
+    char *p = malloc(n);
+    if (!p) wl_die("out of memory");
+    p[0] = p[n - 1] = 1;
+    own[i] = p;
+  }
+  double t0 = wl_now_ns();
+  for (unsigned long i = 0; i < n_ops; i++) {
+    size_t k = wl_rand(&s) % n_keep, n = wl_rand_range(&s, 64 << 10, 1 << 20);
+    free(own[k]);
+    char *p = malloc(n);
+    if (!p) wl_die("out of memory at op %lu", i);
+    p[0] = p[n - 1] = (char)i;
+    own[k] = p;
+  }
+  double ns = wl_now_ns() - t0;
+  wl_note_peak();
+  for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
+  munmap(own, n_keep * sizeof *own);
+  return ns;
 }
 
 static void *scratch_given[2];
@@ -290,7 +320,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, scratch, churn, batches or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, scratch, churn, batches, medium or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -309,8 +339,9 @@ int main(int argc, char **argv) {
     n_ops = (n_ops + BATCH - 1) / BATCH * BATCH; /* whole batches: the ops run and reported */
     ns = run_two(batches), name = "batches-mt", op = "malloc+free";
   }
+  else if (!strcmp(mode, "medium")) ns = run_medium(), name = "medium", op = "free+malloc";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches, medium or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

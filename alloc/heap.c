@@ -365,6 +365,19 @@ static void decay(void) {
   }
 }
 
+/* Gives back the retained empty page that has been empty longest (the list's tail: pages are
+ * pushed at its head), 1 GiB pages aside; -1 when there is none. */
+static int evict_oldest_empty(void) {
+  tp_hpage_t *old = NULL;
+  for (tp_hpage_t *e = empty_list; e; e = e->next)
+    if (e->source != TP_SRC_1G) old = e;
+  if (old == NULL) return -1;
+  take_off_list(old);
+  decommit(old);
+  put_on_list(old, TP_LIST_FREE);
+  return 0;
+}
+
 /* An hpage with nothing left on it: retained for reuse, or given back beyond the limit. */
 static void make_empty(tp_hpage_t *h) {
   decay();
@@ -375,6 +388,14 @@ static void make_empty(tp_hpage_t *h) {
   h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   h->last_ms = _tp_os_hooks.now_ms();
   memset(h->slot_slab, 0, TP_SLOTS * sizeof *h->slot_slab);
+  /* Over retain_mb, the oldest retained page goes back, not this one: a block freed and
+   * allocated again reuses its pages, while pages left over from earlier frees that no later
+   * run fits between are given back (a 6 MB block freed and allocated again in a heap where
+   * ten 2 MiB blocks had been freed, one page each retained: each round backed and zeroed
+   * pages again, 160 us a round against jemalloc's 0.18). */
+  if (!h->tail4k && h->source != TP_SRC_1G)
+    while ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes && evict_oldest_empty() == 0) {
+    }
   if (h->tail4k || (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes)) {
     decommit(h);
     put_on_list(h, TP_LIST_FREE);

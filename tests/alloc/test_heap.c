@@ -30,6 +30,36 @@ Test(heap, a_freed_run_is_reused_before_new_address_space) {
   tp_free(b);
 }
 
+/* Over retain_mb the page retained longest goes back, not the one just emptied: a block freed
+ * and allocated again in a loop keeps its pages (no zeroing a round) while pages stranded by
+ * earlier frees, between live blocks, fill the retain budget. Before, each round gave the
+ * block's own pages back and backed them again. */
+Test(heap, a_block_freed_over_full_retained_pages_keeps_its_own) {
+  size_t retain = _tp_opt.retain_bytes;
+  cr_assert_geq(retain, 4 * TP_HPAGE, "the test needs retain_mb of 4 pages or more");
+  size_t nstranded = retain / TP_HPAGE + 2; /* more stranded pages than the budget holds */
+  static void *p[128];
+  cr_assert_leq(2 * nstranded, 128);
+  for (size_t i = 0; i < 2 * nstranded; i++) memset(p[i] = tp_malloc(TP_HPAGE - 4096), 1, 4096);
+  for (size_t i = 0; i < 2 * nstranded; i += 2) tp_free(p[i]); /* one page each, between live ones */
+  void *b = tp_malloc(3 * TP_HPAGE); /* fits none of the holes */
+  memset(b, 1, 4096);
+  tp_free(b);
+  tp_stats_t before, after;
+  tp_stats_get(&before);
+  for (int r = 0; r < 20; r++) {
+    void *c = tp_malloc(3 * TP_HPAGE);
+    cr_assert_eq(c, b, "round %d: the block's pages were not reused (%p, then %p)", r, b, c);
+    memset(c, 1, 4096);
+    tp_free(c);
+  }
+  tp_stats_get(&after);
+  cr_assert_eq(after.pages_returned, before.pages_returned, "%zu pages went back and were backed again in 20 rounds",
+               after.pages_returned - before.pages_returned);
+  cr_assert_leq(after.mapped_bytes - (size_t)nstranded * TP_HPAGE, before.mapped_bytes);
+  for (size_t i = 1; i < 2 * nstranded; i += 2) tp_free(p[i]);
+}
+
 Test(heap, heap_memory_is_one_contiguous_range_in_a_fresh_process) {
   void *p[64];
   uintptr_t lo = UINTPTR_MAX, hi = 0;

@@ -379,7 +379,10 @@ static int evict_oldest_empty(void) {
 }
 
 /* An hpage with nothing left on it: retained for reuse, or given back beyond the limit. */
-static void make_empty(tp_hpage_t *h) {
+static void make_empty_within(tp_hpage_t *h, size_t budget);
+static void make_empty(tp_hpage_t *h) { make_empty_within(h, _tp_opt.retain_bytes); }
+/* Up to `budget` bytes of empty pages are kept (retain_mb, or more for a large run, free_large). */
+static void make_empty_within(tp_hpage_t *h, size_t budget) {
   decay();
   h->state = TP_HP_EMPTY;
   h->owner = 0;
@@ -394,9 +397,9 @@ static void make_empty(tp_hpage_t *h) {
    * ten 2 MiB blocks had been freed, one page each retained: each round backed and zeroed
    * pages again, 160 us a round against jemalloc's 0.18). */
   if (!h->tail4k && h->source != TP_SRC_1G)
-    while ((nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes && evict_oldest_empty() == 0) {
+    while ((nempty_hp + 1) * TP_HPAGE > budget && evict_oldest_empty() == 0) {
     }
-  if (h->tail4k || (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > _tp_opt.retain_bytes)) {
+  if (h->tail4k || (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > budget)) {
     decommit(h);
     put_on_list(h, TP_LIST_FREE);
   } else {
@@ -589,7 +592,12 @@ static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_ou
 static void free_large(tp_hpage_t *h, size_t n) {
   uintptr_t a = h->addr;
   heap_used_bytes -= n * TP_HPAGE;
-  for (size_t i = 0; i < n; i++) make_empty(_tp_hpage_of((void *)(a + i * TP_HPAGE)));
+  size_t pool = 0;
+  for (size_t i = 0; i < n; i++) pool += _tp_hpage_of((void *)(a + i * TP_HPAGE))->source == TP_SRC_HUGETLB;
+  size_t budget = _tp_opt.retain_bytes;
+  if (_tp_policy_keep_large_run(pool * TP_HPAGE, budget, pool > _tp_opt.retain_bytes / TP_HPAGE ? _tp_os_hooks.pool_free() : 0))
+    budget = pool * TP_HPAGE;
+  for (size_t i = 0; i < n; i++) make_empty_within(_tp_hpage_of((void *)(a + i * TP_HPAGE)), budget);
 }
 
 /* ---- runs ---------------------------------------------------------------------------- */

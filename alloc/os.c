@@ -426,4 +426,4 @@ static size_t resident(void *addr, size_t len) {
 }
 
 tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node,
-                              _tp_os_back_1g, now_ms, resident};
+                              _tp_os_back_1g, now_ms, resident, _tp_os_pool_free};

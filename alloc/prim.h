@@ -88,6 +88,7 @@ typedef struct tp_os_hooks_s {
   int (*back_1g)(void *addr);
   uint64_t (*now_ms)(void); /* a monotonic clock in milliseconds (the decay of empty hpages) */
   size_t (*resident)(void *addr, size_t len); /* bytes of the range in memory (len if unknown) */
+  long (*pool_free)(void); /* free pages of the 2 MiB hugetlbfs pool (-1 if unknown) */
 } tp_os_hooks_t;
 extern tp_os_hooks_t _tp_os_hooks __attribute__((visibility("hidden")));
 

@@ -14,6 +14,8 @@ static struct {
   int last_want;  /* the source the last back asked for */
   int wants[64];  /* the sources the first 64 backs asked for */
   uintptr_t lo, hi; /* everything the fake reserve handed out */
+  int source;       /* what a back gives (0: THP) */
+  long pool_free;   /* free pool pages the fake reports */
 } fake;
 
 static void *fake_reserve(void *hint, size_t len, size_t align) {
@@ -31,7 +33,7 @@ static int fake_back(void *addr, int want, unsigned *fallbacks, int node) {
   fake.backs++;
   fake.last_want = want;
   if (fake.backs <= 64) fake.wants[fake.backs - 1] = want;
-  return fake.fail_at && fake.backs >= fake.fail_at ? TP_SRC_NONE : TP_SRC_THP;
+  return fake.fail_at && fake.backs >= fake.fail_at ? TP_SRC_NONE : fake.source ? fake.source : TP_SRC_THP;
 }
 static void fake_decommit(void *addr, size_t len) {
   (void)addr;
@@ -52,12 +54,13 @@ static int fake_back_1g(void *addr) {
   (void)addr;
   return -1;
 }
+static long fake_pool_free(void) { return fake.pool_free; }
 
 static tp_group_t *g;
 
 static void setup(void) {
   memset(&fake, 0, sizeof fake);
-  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms, fake_resident};
+  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms, fake_resident, fake_pool_free};
   g = tp_group_create("runs");
   cr_assert_not_null(g);
   g->exclusive = 0; /* as a site group before it has earned hpages of its own */
@@ -155,6 +158,33 @@ Test(runs, retained_empty_hpages_are_reused_without_backing_again) {
   cr_assert_eq(fake.backs, 1);
   cr_assert_eq(t->zeroed, 0, "its slots were handed out before: no longer known to be zero");
   _tp_run_release(t);
+}
+
+/* A large run of pool pages over retain_mb, freed, keeps its pages while the pool has as many
+ * free besides (the next run of its size takes them without backing them again); with the
+ * pool short they go back as before, beyond retain_mb. */
+Test(runs, a_freed_pool_run_over_retain_mb_is_kept_while_the_pool_has_room) {
+  _tp_opt.retain_bytes = 4 * TP_HPAGE;
+  fake.source = TP_SRC_HUGETLB;
+  fake.pool_free = 100;
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 10, TP_HPAGE, TP_BIG_META, 0);
+  cr_assert_not_null(s);
+  uintptr_t base = s->base;
+  _tp_run_release(s);
+  cr_assert_eq(fake.decommits, 0, "%zu of the run's 10 pages went back with 100 free in the pool", fake.decommits);
+  size_t backs = fake.backs;
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 10, TP_HPAGE, TP_BIG_META, 0);
+  cr_assert_eq(t->base, base, "the kept run was not reused");
+  cr_assert_eq(fake.backs, backs, "reusing the kept run backed %zu pages", fake.backs - backs);
+  fake.pool_free = 9; /* fewer free than the run holds: it goes back beyond retain_mb */
+  _tp_run_release(t);
+  cr_assert_eq(fake.decommits, 6, "%zu pages went back, 6 expected (10 - retain_mb's 4)", fake.decommits);
+  /* The policy: only a run over retain_mb, only with as many pages free in the pool. */
+  cr_assert_not(_tp_policy_keep_large_run(4 * TP_HPAGE, 4 * TP_HPAGE, 100));
+  cr_assert(_tp_policy_keep_large_run(5 * TP_HPAGE, 4 * TP_HPAGE, 5));
+  cr_assert_not(_tp_policy_keep_large_run(5 * TP_HPAGE, 4 * TP_HPAGE, 4));
+  cr_assert_not(_tp_policy_keep_large_run(5 * TP_HPAGE, 4 * TP_HPAGE, -1), "pool unknown: nothing kept");
+  cr_assert_not(_tp_policy_keep_large_run(5 * TP_HPAGE, 0, 100), "retain_mb:0 keeps nothing");
 }
 
 /* In-place growth (_tp_run_grow): a large run takes the reserved, unused hpages after it (the

@@ -352,7 +352,8 @@ struct tp_group_s {
   _Atomic uint64_t last_refill; /* _tp_refill_clock at the group's last refill */
   char name[48];
   tp_filler_t filler;    /* hpages this group owns (heap lock) */
-  tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first (heap lock) */
+  tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first; an explicit
+                          * group's first hpage while on 4 KiB pages (heap lock) */
   tp_slab_t *larges;     /* medium/large objects (heap lock), for destroy and stats */
   tp_bin_t bins[TP_NCLASSES];
 };

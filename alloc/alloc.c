@@ -512,17 +512,11 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
    * through the wrapper took a slab of each class it passed in its first class's group (z3:
    * the 32 and 48 B groups held slabs of 30 and 40 classes, a tenth to a third used). */
   uintptr_t key = g < 0 ? _tp_groups[grp]->site : 0;
-  if (_tp_policy_realloc_leaves_class_group(_tp_key_class(key), size)) {
-    void *q = malloc_ra(size, _tp_key_site(key));
-    if (q == NULL) return NULL;
-    memcpy(q, p, old < size ? old : size);
-    tp_free(p);
-    return q;
-  }
+  int leaves = _tp_policy_realloc_leaves_class_group(_tp_key_class(key), size);
   /* A medium or large block that grows takes the free slots or hpages after it, where it is,
    * without a copy (a buffer grown 4 KiB at a time to 1 MiB was copied every 64 KiB: 8.8 MB
    * of copies). */
-  if (size > old && grp == s->group &&
+  if (!leaves && size > old && grp == s->group &&
       ((s->kind == TP_SLAB_MEDIUM && size <= TP_MEDIUM_MAX &&
         _tp_run_grow(s, (size + TP_SLOT - 1) >> TP_SLOT_SHIFT)) ||
        (s->kind == TP_SLAB_LARGE && size <= ((size_t)1 << 46) &&
@@ -535,14 +529,18 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
     return p;
   }
   void *q = NULL;
-  /* The malloc hit on the group's own bins (the thread's static empty ones before it used the
-   * group, and always empty for an ordered group); a group destroyed since is a miss. */
-  tp_tgroup_t *tg = _tp_tc->groups[grp];
-  if (size <= TP_FAST_BIG && tg->gen == atomic_load_explicit(&_tp_groups[grp]->gen, memory_order_relaxed)) {
-    tp_tbin_t *b = tg->fast[_tp_fast_index(size)];
-    if (b->top > b->low) q = tbin_pop(b, b->top);
+  if (leaves) {
+    q = malloc_ra(size, _tp_key_site(key));
+  } else {
+    /* The malloc hit on the group's own bins (the thread's static empty ones before it used
+     * the group, and always empty for an ordered group); a group destroyed since is a miss. */
+    tp_tgroup_t *tg = _tp_tc->groups[grp];
+    if (size <= TP_FAST_BIG && tg->gen == atomic_load_explicit(&_tp_groups[grp]->gen, memory_order_relaxed)) {
+      tp_tbin_t *b = tg->fast[_tp_fast_index(size)];
+      if (b->top > b->low) q = tbin_pop(b, b->top);
+    }
   }
-  if (q == NULL && (q = _tp_alloc(size, 0, grp, 0)) == NULL) return NULL;
+  if (q == NULL && (leaves || (q = _tp_alloc(size, 0, grp, 0)) == NULL)) return NULL;
   memcpy(q, p, old < size ? old : size);
   tp_free(p);
   return q;

@@ -380,10 +380,8 @@ static int evict_oldest_empty(void) {
   return 0;
 }
 
-/* An hpage with nothing left on it: retained for reuse, or given back beyond the limit. */
-static void make_empty_within(tp_hpage_t *h, size_t budget);
-static void make_empty(tp_hpage_t *h) { make_empty_within(h, _tp_opt.retain_bytes); }
-/* Up to `budget` bytes of empty pages are kept (retain_mb, or more for a large run, free_large). */
+/* An hpage with nothing left on it: retained for reuse, or given back beyond `budget` bytes of
+ * empty pages (retain_mb, or more for a large run: free_large). */
 static void make_empty_within(tp_hpage_t *h, size_t budget) {
   decay();
   h->state = TP_HP_EMPTY;
@@ -408,6 +406,8 @@ static void make_empty_within(tp_hpage_t *h, size_t budget) {
     put_on_list(h, TP_LIST_EMPTY);
   }
 }
+
+static void make_empty(tp_hpage_t *h) { make_empty_within(h, _tp_opt.retain_bytes); }
 
 /* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
  * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that
@@ -611,7 +611,8 @@ static void free_large(tp_hpage_t *h, size_t n) {
   size_t pool = 0;
   for (size_t i = 0; i < n; i++) pool += _tp_hpage_of((void *)(a + i * TP_HPAGE))->source == TP_SRC_HUGETLB;
   size_t budget = _tp_opt.retain_bytes;
-  if (_tp_policy_keep_large_run(pool * TP_HPAGE, budget, pool > _tp_opt.retain_bytes / TP_HPAGE ? _tp_os_hooks.pool_free() : 0))
+  /* The pool's count is read (/proc/meminfo) only for a run over the budget: 0 answers no. */
+  if (_tp_policy_keep_large_run(pool * TP_HPAGE, budget, pool * TP_HPAGE > budget ? _tp_os_hooks.pool_free() : 0))
     budget = pool * TP_HPAGE;
   for (size_t i = 0; i < n; i++) make_empty_within(_tp_hpage_of((void *)(a + i * TP_HPAGE)), budget);
 }

@@ -630,4 +630,11 @@ void *tp_pvalloc(size_t size) {
 
 size_t tp_malloc_usable_size(const void *p) { return p ? _tp_usable_size(p, NULL) : 0; }
 
+int tp_trim(size_t pad) {
+  if (atomic_load(&_tp_ready) == 0) return 0;
+  tp_tcache_t *tc = _tp_tc;
+  if (_tp_tcache_started(tc) && !tc->dead) _tp_tcache_flush_all(tc);
+  return _tp_heap_trim(pad) != 0;
+}
+
 int tp_owns(const void *p) { return p != NULL && _tp_usable_size(p, NULL) != 0; }

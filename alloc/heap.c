@@ -409,6 +409,21 @@ static void make_empty_within(tp_hpage_t *h, size_t budget) {
 
 static void make_empty(tp_hpage_t *h) { make_empty_within(h, _tp_opt.retain_bytes); }
 
+size_t _tp_heap_trim(size_t keep) {
+  size_t n = 0;
+  _tp_lock(&_tp_heap_lock);
+  while (nempty_hp * TP_HPAGE > keep && evict_oldest_empty() == 0) n++;
+  _tp_unlock(&_tp_heap_lock);
+  return n;
+}
+
+size_t _tp_heap_retained_bytes(void) {
+  _tp_lock(&_tp_heap_lock);
+  size_t b = nempty_hp * TP_HPAGE;
+  _tp_unlock(&_tp_heap_lock);
+  return b;
+}
+
 /* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
  * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that
  * stopped filling; *owner becomes the lender, whose filler keeps the hpage (heap lock held).

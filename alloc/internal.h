@@ -430,6 +430,11 @@ extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
 tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last) TP_INTERNAL;
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
+/* malloc_trim (tp_trim): the retained empty hpages beyond `keep` bytes go back now, the
+ * oldest first, 1 GiB pages aside; returns how many went back. */
+size_t _tp_heap_trim(size_t keep) TP_INTERNAL;
+/* Bytes of the empty hpages the heap retains for reuse (mallinfo's keepcost). */
+size_t _tp_heap_retained_bytes(void) TP_INTERNAL;
 /* Grows a medium run (one block, its caller's) in place to n slots when the slots after it in
  * its hpage are free, or a large run to n hpages when the hpages after it are reserved and
  * unused; returns 1 when it did (the run is then that long), 0 when it could not. */

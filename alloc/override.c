@@ -7,7 +7,9 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Aliases must sit in the translation unit that defines their targets. */
 #include "alloc.c"
@@ -26,6 +28,7 @@ ALIAS(valloc, tp_valloc);
 ALIAS(pvalloc, tp_pvalloc);
 ALIAS(malloc_usable_size, tp_malloc_usable_size);
 ALIAS(cfree, tp_free);
+ALIAS(malloc_trim, tp_trim);
 ALIAS(__libc_malloc, tp_malloc);
 ALIAS(__libc_free, tp_free);
 ALIAS(__libc_calloc, tp_calloc);
@@ -33,6 +36,44 @@ ALIAS(__libc_realloc, tp_realloc);
 ALIAS(__libc_memalign, tp_memalign);
 ALIAS(__libc_valloc, tp_valloc);
 ALIAS(__libc_pvalloc, tp_pvalloc);
+
+/* ---- glibc's statistics names -------------------------------------------------------
+ * A program that reads mallinfo2 (a server's memory report) or calls malloc_stats under
+ * LD_PRELOAD sees tlbpack's heap, not glibc's empty arena. arena: bytes of the heap's pages
+ * backed now; uordblks: bytes in live blocks (usable sizes); fordblks: the rest of arena (free
+ * slots, thread caches, retained pages); keepcost: the empty pages retained for reuse, which
+ * malloc_trim(0) gives back. The other fields describe glibc's chunks and are 0. mallopt and
+ * malloc_info stay glibc's. The structs are glibc's (<malloc.h>, not included here: it
+ * declares malloc_usable_size without const). */
+struct mallinfo2 {
+  size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+struct mallinfo {
+  int arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+static struct mallinfo2 info2(void) {
+  tp_stats_t st;
+  tp_stats_get(&st);
+  struct mallinfo2 m = {0};
+  m.arena = st.mapped_bytes;
+  m.uordblks = st.live_bytes < st.mapped_bytes ? st.live_bytes : st.mapped_bytes;
+  m.fordblks = m.arena - m.uordblks;
+  m.keepcost = atomic_load(&_tp_ready) ? _tp_heap_retained_bytes() : 0;
+  return m;
+}
+__attribute__((visibility("default"))) struct mallinfo2 mallinfo2(void) { return info2(); }
+static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
+__attribute__((visibility("default"))) struct mallinfo mallinfo(void) {
+  struct mallinfo2 m2 = info2();
+  struct mallinfo m = {0};
+  m.arena = clamp_int(m2.arena);
+  m.uordblks = clamp_int(m2.uordblks);
+  m.fordblks = clamp_int(m2.fordblks);
+  m.keepcost = clamp_int(m2.keepcost);
+  return m;
+}
+/* glibc prints its arenas to stderr; this prints tlbpack's stats there (as stats:1 does). */
+__attribute__((visibility("default"))) void malloc_stats(void) { tp_stats_print(stderr, 0); }
 
 /* ---- C++ ----------------------------------------------------------------------------- */
 #define CXX __attribute__((visibility("default")))

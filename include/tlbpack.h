@@ -41,6 +41,12 @@ TP_API int tp_posix_memalign(void **out, size_t alignment, size_t size);
 TP_API TP_MALLOC_ATTR void *tp_valloc(size_t size);
 TP_API TP_MALLOC_ATTR void *tp_pvalloc(size_t size);
 TP_API size_t tp_malloc_usable_size(const void *p);
+/* Gives memory back now (glibc's malloc_trim, which is this function under LD_PRELOAD): the
+ * calling thread's cached free blocks go back to their slabs, and the empty 2 MiB pages the
+ * heap retains for reuse (retain_mb), beyond `pad` bytes of them, go back to the pool or the
+ * OS without waiting for their decay. Pages that still hold a live block stay. Returns 1 when
+ * a page went back, else 0. */
+TP_API int tp_trim(size_t pad);
 
 /* Nonzero when p points to the start of a live block handed out by tlbpack. */
 TP_API int tp_owns(const void *p);

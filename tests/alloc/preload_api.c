@@ -187,12 +187,59 @@ static void phases(int n) {
   print_sources("phase2");
 }
 
+/* glibc's malloc_trim, mallinfo2, mallinfo and malloc_stats answer for tlbpack's heap: live
+ * bytes follow the program's blocks, the pages its frees emptied wait in keepcost, and
+ * malloc_trim(0) gives them back (1), then finds nothing more (0). */
+static void trim_and_info(void) {
+  enum { N = 8 };
+  const size_t sz = (size_t)3 << 20;
+  void *big[N];
+  struct mallinfo2 m0 = mallinfo2();
+  CHECK(m0.arena > 0 && m0.uordblks <= m0.arena && m0.fordblks == m0.arena - m0.uordblks);
+  for (int i = 0; i < N; i++) {
+    CHECK((big[i] = malloc(sz)) != NULL);
+    memset(big[i], i + 1, sz);
+  }
+  struct mallinfo2 m1 = mallinfo2();
+  CHECK(m1.uordblks >= m0.uordblks + N * sz);
+  CHECK(m1.arena >= m1.uordblks && m1.fordblks == m1.arena - m1.uordblks);
+  struct mallinfo m1i = mallinfo();
+  CHECK((size_t)m1i.uordblks == m1.uordblks && (size_t)m1i.arena == m1.arena);
+  for (int i = 0; i < N; i++) free(big[i]);
+  struct mallinfo2 m2 = mallinfo2();
+  CHECK(m2.uordblks + N * sz <= m1.uordblks);
+  CHECK(m2.keepcost > 0); /* retain_mb: 16 MiB of emptied pages kept for reuse */
+  CHECK(malloc_trim(0) == 1);
+  struct mallinfo2 m3 = mallinfo2();
+  CHECK(m3.keepcost == 0);
+  CHECK(m3.arena + m2.keepcost <= m2.arena);
+  CHECK(malloc_trim(0) == 0);
+  /* malloc_stats: tlbpack's counters on stderr */
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  fflush(stderr);
+  int saved = dup(2);
+  CHECK(saved >= 0 && dup2(fds[1], 2) == 2);
+  malloc_stats();
+  fflush(stderr);
+  CHECK(dup2(saved, 2) == 2);
+  close(saved);
+  close(fds[1]);
+  char buf[8192];
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  CHECK(n > 0);
+  buf[n] = 0;
+  CHECK(strstr(buf, "tlbpack") != NULL && strstr(buf, "live_bytes") != NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "phases") == 0) {
     phases(atoi(argv[2]));
     return 0;
   }
   api();
+  trim_and_info();
   threads();
   fork_while_busy();
   print_sources("sources");

@@ -12,7 +12,7 @@ api=$(grep -oE '\btp_[a-z0-9_]+[[:space:]]*\(' "$HDR" | tr -d '( \t' | sort -u)
 # __libc_valloc/__libc_pvalloc are glibc exports like the other __libc_* ones).
 malloc_names="malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc
 pvalloc malloc_usable_size cfree __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
-__libc_valloc __libc_pvalloc"
+__libc_valloc __libc_pvalloc malloc_trim mallinfo mallinfo2 malloc_stats"
 
 defined=$(nm -D --defined-only "$LIB" | awk '{print $NF, $(NF-1)}')
 unexpected=""

@@ -181,13 +181,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
        * bin's first blocks a few at a time (policy.c). */
       int slow = _tp_policy_slow_start(b->nalloc, _tp_classes[c].size, &want);
       unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow);
-      if (n == 0) return enomem();
-      /* The cache pops from the top: reverse the batch so blocks come out in address order. */
-      for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
-        tp_entry_t t = b->lo[i];
-        b->lo[i] = b->lo[j];
-        b->lo[j] = t;
-      }
+      if (n == 0) return enomem(); /* the batch comes highest address first: popped in order */
       b->top = b->lo + n;
       b->low = b->lo; /* it ran empty: nothing to trim */
       b->out += n;

@@ -442,8 +442,9 @@ int _tp_run_grow(tp_slab_t *s, size_t n) TP_INTERNAL;
 
 /* ---- slabs and bins (slab.c) --------------------------------------------------------- */
 /* Moves at least `want` objects (when memory allows) and at most `room` of class c of group g
- * into out[] (as tcache entries); a slow-start refill (`slow`) takes just `want`, except whole
- * words of another thread's slab. */
+ * into out[] (as tcache entries, the ones taken last first: a cache popping from the top
+ * hands them out in the order taken); a slow-start refill (`slow`) takes just `want`, except
+ * whole words of another thread's slab. `room` is at most 64 (TP_FILL_MAX). */
 typedef struct tp_entry_s { void *p; uint8_t *live; } tp_entry_t;
 unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow) TP_INTERNAL;
 /* Returns objects (already marked not live) to their slabs. All belong to group g, class c. */

@@ -97,9 +97,39 @@ static int bin_hot(tp_group_t *g, const tp_bin_t *b) {
                             atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed), b->last_fill,
                             atomic_load_explicit(&g->alias, memory_order_relaxed) != 0);
 }
+/* Bits set in x (x86-64's baseline has no popcnt instruction: without it the builtin is a
+ * libgcc call). */
+static inline unsigned popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* The lowest k of the bits set in x (k below their count). */
+static inline uint64_t lowest_bits(uint64_t x, unsigned k) {
+  uint64_t got = 0;
+  while (k--) {
+    uint64_t low = x & (0 - x);
+    got |= low;
+    x ^= low;
+  }
+  return got;
+}
+
+/* A fill takes whole bitmap words under the bin lock (`take`), then writes the entries after
+ * it: a slab whose objects a thread holds is not released meanwhile. The entries come out
+ * highest address first, so that the thread cache, which pops from the top, hands them out
+ * in address order (the order the words were taken). */
+#define TP_FILL_MAX 64
+typedef struct { const tp_slab_t *s; uint64_t bits; uint32_t w; } fill_take_t;
+
 unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow) {
   tp_bin_t *b = &g->bins[c];
-  unsigned n = 0;
+  fill_take_t take[TP_FILL_MAX];
+  unsigned n = 0, nt = 0;
+  if (room > TP_FILL_MAX) room = TP_FILL_MAX;
+  if (want > room) want = room;
   _tp_lock(&b->lock);
   b->last_fill = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   /* Another thread's slab gives only words of which it holds no object (while there is room
@@ -124,17 +154,24 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
     unsigned lim = slow && !shared ? want : room;
     for (unsigned w = s->avail_hint; w < s->nwords && n < want; w++) {
       uint64_t bits = s->avail[w];
-      if (shared && (bits != word_full(s, w) || room - n < 64)) continue;
-      while (bits && n < lim) {
-        unsigned bit = (unsigned)__builtin_ctzll(bits);
-        bits &= bits - 1;
-        uint32_t idx = w * 64 + bit;
-        out[n].p = (void *)(s->base + (uintptr_t)idx * s->size);
-        out[n].live = &s->live[idx];
-        n++;
-        s->navail--;
+      if (bits == 0) {
+        if (w == s->avail_hint) s->avail_hint = w + 1;
+        continue;
       }
+      if (shared && (bits != word_full(s, w) || room - n < 64)) continue;
+      unsigned k = popcount64(bits);
+      uint64_t got = bits;
+      if (k > lim - n) {
+        k = lim - n;
+        got = lowest_bits(bits, k);
+      }
+      bits ^= got;
       s->avail[w] = bits;
+      s->navail -= k;
+      n += k;
+      take[nt].s = s;
+      take[nt].bits = got;
+      take[nt++].w = w;
       if (bits == 0 && w == s->avail_hint) s->avail_hint = w + 1;
       if (n >= lim) break;
     }
@@ -143,6 +180,18 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
   }
   __atomic_store_n(&b->navail, b->navail - n, __ATOMIC_RELAXED);
   _tp_unlock(&b->lock);
+  tp_entry_t *o = out + n; /* written from the end: the first taken is popped first */
+  for (unsigned t = 0; t < nt; t++) {
+    const tp_slab_t *s = take[t].s;
+    uintptr_t size = s->size, base = s->base + (uintptr_t)take[t].w * 64 * size;
+    uint8_t *live = s->live + (uintptr_t)take[t].w * 64;
+    for (uint64_t bits = take[t].bits; bits; bits &= bits - 1) {
+      unsigned bit = (unsigned)__builtin_ctzll(bits);
+      --o;
+      o->p = (void *)(base + bit * size);
+      o->live = live + bit;
+    }
+  }
   _tp_stats_out((ptrdiff_t)n * _tp_classes[c].size);
   return n;
 }
@@ -151,21 +200,25 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
   tp_bin_t *b = &g->bins[c];
   _tp_lock(&b->lock);
   size_t navail = b->navail;
-  /* Blocks of one batch mostly come from a few slabs: the last slab is tried first. */
-  tp_slab_t *s = NULL;
-  uintptr_t lo = 1, hi = 0;
-  for (unsigned i = 0; i < n; i++) {
-    uintptr_t a = (uintptr_t)in[i].p;
-    if (a - lo >= hi) {
-      s = _tp_hpage_of(in[i].p)->slot_slab[(a >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)];
-      lo = s->base;
-      hi = (uintptr_t)s->nobj * s->size;
-    }
-    uint32_t idx = (uint32_t)(((a - lo) * s->recip) >> 40);
-    s->avail[idx >> 6] |= 1ull << (idx & 63);
-    if (idx >> 6 < s->avail_hint) s->avail_hint = idx >> 6;
-    s->navail++;
-    navail++;
+  /* Blocks of one batch mostly come from a few slabs: a run of blocks of one slab is counted
+   * in registers and written to the slab's record once. */
+  for (unsigned i = 0; i < n;) {
+    const void *p0 = in[i].p;
+    tp_slab_t *s = _tp_hpage_of(p0)->slot_slab[((uintptr_t)p0 >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)];
+    uintptr_t lo = s->base, span = (uintptr_t)s->nobj * s->size;
+    uint64_t recip = s->recip, *avail = s->avail;
+    uint32_t hint = s->avail_hint, cnt = 0;
+    do {
+      uintptr_t off = (uintptr_t)in[i].p - lo;
+      if (off >= span) break;
+      uint32_t idx = (uint32_t)((off * recip) >> 40);
+      avail[idx >> 6] |= 1ull << (idx & 63);
+      if (idx >> 6 < hint) hint = idx >> 6;
+      cnt++;
+    } while (++i < n);
+    s->avail_hint = hint;
+    s->navail += cnt;
+    navail += cnt;
     /* An empty slab goes back, unless it is the last of a bin in use (kept against
      * thrashing) and holds many objects: an idle bin (a dead thread's group, a site that
      * joined another) keeps none, nor do classes of a few large objects per slab, so that
@@ -175,7 +228,6 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
       b->slabs--;
       navail -= s->nobj;
       _tp_run_release(s);
-      lo = 1, hi = 0; /* the record is gone */
       continue;
     }
     if (!s->in_partial) partial_push(b, s);

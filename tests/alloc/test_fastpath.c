@@ -614,3 +614,32 @@ Test(grow, bins_that_only_free_or_alternate_do_not_grow) {
   cr_assert_eq(_tp_tc->grown_bins, 0);
   while (lo < n) tp_free(a[lo++]);
 }
+
+/* A refill takes whole bitmap words under the bin lock and writes the entries after it, from
+ * the end, so the thread cache pops one slab's blocks in address order; a flush returns each
+ * run of one slab's blocks at once, and then every block of the group's slabs is available. */
+Test(fill, a_groups_blocks_come_out_in_address_order_and_all_go_back_on_flush) {
+  tp_group_t *g = tp_group_create("order");
+  enum { N = 500 };
+  static char *p[N];
+  for (int i = 0; i < N; i++) p[i] = tp_group_malloc(g, 48);
+  int same = 0;
+  for (int i = 0; i + 1 < N; i++) {
+    if (_tp_slab_of(p[i]) != _tp_slab_of(p[i + 1])) continue;
+    same++;
+    cr_assert_eq(p[i + 1], p[i] + 48, "block %d at %p, block %d at %p: not the next slot", i, (void *)p[i], i + 1,
+                 (void *)p[i + 1]);
+  }
+  cr_assert_geq(same, N - 2, "only %d of %d neighbours share a slab", same, N - 1);
+  unsigned gid = _tp_slab_of(p[0])->group;
+  uint32_t nobj = _tp_slab_of(p[0])->nobj;
+  for (int i = 0; i < N; i += 2) tp_free(p[i]); /* every other block, then the rest: runs of */
+  for (int i = 1; i < N; i += 2) tp_free(p[i]); /* one slab's blocks in no address order */
+  _tp_tcache_flush_all(_tp_tc);
+  tp_group_stats_t st;
+  tp_group_stats(g, &st);
+  cr_assert_eq(st.objects, 0);
+  const tp_bin_t *b = &_tp_groups[gid]->bins[_tp_class_of(48)];
+  cr_assert_eq(b->navail, b->slabs * nobj, "%zu blocks available in %zu slabs of %u", b->navail, b->slabs, nobj);
+  tp_group_destroy(g);
+}

@@ -380,6 +380,14 @@ static int evict_oldest_empty(void) {
   return 0;
 }
 
+/* Gives back retained empty pages, the oldest first, while they and `adding` bytes more are
+ * over `limit` (1 GiB pages aside); returns how many went back. */
+static size_t evict_empty_over(size_t limit, size_t adding) {
+  size_t n = 0;
+  while (nempty_hp * TP_HPAGE + adding > limit && evict_oldest_empty() == 0) n++;
+  return n;
+}
+
 /* An hpage with nothing left on it: retained for reuse, or given back beyond `budget` bytes of
  * empty pages (retain_mb, or more for a large run: free_large). */
 static void make_empty_within(tp_hpage_t *h, size_t budget) {
@@ -396,9 +404,7 @@ static void make_empty_within(tp_hpage_t *h, size_t budget) {
    * run fits between are given back (a 6 MB block freed and allocated again in a heap where
    * ten 2 MiB blocks had been freed, one page each retained: each round backed and zeroed
    * pages again, 160 us a round against jemalloc's 0.18). */
-  if (!h->tail4k && h->source != TP_SRC_1G)
-    while ((nempty_hp + 1) * TP_HPAGE > budget && evict_oldest_empty() == 0) {
-    }
+  if (!h->tail4k && h->source != TP_SRC_1G) evict_empty_over(budget, TP_HPAGE);
   if (h->tail4k || (h->source != TP_SRC_1G && (nempty_hp + 1) * TP_HPAGE > budget)) {
     decommit(h);
     put_on_list(h, TP_LIST_FREE);
@@ -410,9 +416,8 @@ static void make_empty_within(tp_hpage_t *h, size_t budget) {
 static void make_empty(tp_hpage_t *h) { make_empty_within(h, _tp_opt.retain_bytes); }
 
 size_t _tp_heap_trim(size_t keep) {
-  size_t n = 0;
   _tp_lock(&_tp_heap_lock);
-  while (nempty_hp * TP_HPAGE > keep && evict_oldest_empty() == 0) n++;
+  size_t n = evict_empty_over(keep, 0);
   _tp_unlock(&_tp_heap_lock);
   return n;
 }

@@ -309,6 +309,7 @@ static void gstat_page(tp_hpage_t *h, void *arg) {
       for (unsigned o = 0; o < s->nobj; o++) {
         uint8_t v = __atomic_load_n(&s->live[o], __ATOMIC_RELAXED);
         if (s->kind == TP_SLAB_ARENA && (v & TP_ARENA_FREED)) v = 0;
+        if (s->kind == TP_SLAB_SMALL && v && _tp_block_cached(s->base + (uintptr_t)o * s->size)) v = 0;
         live += v != 0;
         bytes += s->kind == TP_SLAB_ARENA ? (size_t)v * TP_GRANULE : (v != 0) * (size_t)s->size;
       }

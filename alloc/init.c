@@ -5,12 +5,15 @@
  * (after its dependencies'): memory taken before that comes through MAP_HUGETLB. */
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 _Atomic int _tp_ready;
+uintptr_t _tp_free_key;
 static atomic_flag init_busy = ATOMIC_FLAG_INIT;
 static _Atomic int late_started;
 static int conf_warnings;
@@ -46,9 +49,24 @@ static void postfork_child(void) {
   _tp_tcache_postfork(1);
 }
 
+/* The key of the tags that blocks in thread caches carry (internal.h, _tp_block_cached): random
+ * per process, so that a program's data matches a tag only if it copied one out of a freed
+ * block. From getrandom, not AT_RANDOM (whose bytes are glibc's stack and pointer guards). */
+static uintptr_t free_key(void) {
+  uintptr_t k = 0;
+  if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) { /* no entropy yet: mixed */
+    struct timespec t = {0, 0};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    k = (uintptr_t)&k ^ ((uintptr_t)getpid() << 32) ^ (uintptr_t)t.tv_nsec ^ ((uintptr_t)t.tv_sec << 20);
+    k = (k ^ (k >> 31)) * 0x9e3779b97f4a7c15ull;
+  }
+  return k | 1;
+}
+
 static void init_core(void) {
   while (atomic_flag_test_and_set_explicit(&init_busy, memory_order_acquire)) sched_yield();
   if (atomic_load(&_tp_ready) == 0) {
+    _tp_free_key = free_key();
     conf_warnings = _tp_options_parse(&_tp_opt, conf_from_env(), NULL);
     _tp_classes_init();
     _tp_groups_init();

@@ -188,10 +188,10 @@ struct tp_slab_s {
   /* What every free reads, in the record's first cache line: */
   uintptr_t base;        /* first object */
   uint64_t recip;
-  /* One byte per object, 1 = handed to the program. Bytes, not bits: distinct objects never
-   * share a memory location, so frees from any thread need no locked instruction. The array
-   * starts on a cache line, and bins hand out objects 64 at a time (one bitmap word, one line
-   * of live bytes), so threads allocating side by side do not write the same line. */
+  /* One byte per object, 1 = out of the slab (handed to the program, or in a thread cache:
+   * a cached block holds its tag, _tp_block_cached). Written only by refills (1) and flushes
+   * (0), a word's 64 blocks at a time, so the frees and mallocs of threads handing blocks over
+   * only read these lines. Bytes, not bits: distinct objects never share a memory location. */
   uint8_t *live;
   uint32_t size;         /* object size (small), usable bytes (medium / large) */
   uint32_t nobj;
@@ -445,9 +445,11 @@ int _tp_run_grow(tp_slab_t *s, size_t n) TP_INTERNAL;
  * into out[] (as tcache entries, the ones taken last first: a cache popping from the top
  * hands them out in the order taken); a slow-start refill (`slow`) takes just `want`, except
  * whole words of another thread's slab. `room` is at most 64 (TP_FILL_MAX). */
-typedef struct tp_entry_s { void *p; uint8_t *live; } tp_entry_t;
+typedef struct tp_entry_s { void *p; } tp_entry_t;
 unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow) TP_INTERNAL;
-/* Returns objects (already marked not live) to their slabs. All belong to group g, class c. */
+/* Returns objects (from thread caches: tagged) to their slabs, their live bytes to 0; one that
+ * is already available (cached twice: freed again over a tag the program overwrote) is
+ * reported as a double free. All belong to group g, class c. */
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
 /* Releases every slab of a group (destroy). */
 void _tp_bin_release_all(tp_group_t *g) TP_INTERNAL;
@@ -572,6 +574,18 @@ typedef struct tp_tcache_s {
   tp_tgroup_t *groups[TP_MAX_GROUPS];
 } tp_tcache_t;
 
+/* A small block in a thread cache holds a tag in its second word (every class is at least 16
+ * bytes): its address xor this per-process random key (init.c). A refill writes it, a free
+ * checks and writes it, a malloc clears it. The block's live byte says whether it is out of
+ * its slab; the tag, whether it is in a cache rather than handed out. A program's data equals
+ * a tag only if it was copied out of a freed block; a tag overwritten by a write after free
+ * lets a second free through, and the flush reports the block (slab.c). Nothing the heap
+ * relies on lives in user memory. */
+extern uintptr_t _tp_free_key TP_INTERNAL;
+/* Whether the small block at a (live byte 1) is in a thread cache: it holds its tag. */
+static inline int _tp_block_cached(uintptr_t a) {
+  return __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED) == (a ^ _tp_free_key);
+}
 extern tp_tbin_t _tp_tbin_empty TP_INTERNAL;
 extern tp_tcache_t _tp_tcache_empty TP_INTERNAL;
 extern __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) TP_INTERNAL;

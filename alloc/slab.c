@@ -1,6 +1,7 @@
 /* Slabs: a run of slots carved for one size class of one group, with out-of-band bitmaps:
- * `avail` (in the slab, under the bin lock) and `live` (handed to the program, atomic so any
- * thread may free). Bins hand objects to thread caches in batches and take them back. */
+ * `avail` (in the slab, under the bin lock) and `live` (out of the slab: handed out or cached).
+ * Bins hand objects to thread caches in batches, tagged (internal.h, _tp_block_cached), and
+ * take them back. */
 #include <string.h>
 
 #include "internal.h"
@@ -117,10 +118,10 @@ static inline uint64_t lowest_bits(uint64_t x, unsigned k) {
   return got;
 }
 
-/* A fill takes whole bitmap words under the bin lock (`take`), then writes the entries after
- * it: a slab whose objects a thread holds is not released meanwhile. The entries come out
- * highest address first, so that the thread cache, which pops from the top, hands them out
- * in address order (the order the words were taken). */
+/* A fill takes whole bitmap words under the bin lock (`take`), then writes the entries, the
+ * live bytes and the blocks' tags after it: a slab whose objects a thread holds is not
+ * released meanwhile. The entries come out highest address first, so that the thread cache,
+ * which pops from the top, hands them out in address order (the order the words were taken). */
 #define TP_FILL_MAX 64
 typedef struct { const tp_slab_t *s; uint64_t bits; uint32_t w; } fill_take_t;
 
@@ -181,15 +182,31 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
   __atomic_store_n(&b->navail, b->navail - n, __ATOMIC_RELAXED);
   _tp_unlock(&b->lock);
   tp_entry_t *o = out + n; /* written from the end: the first taken is popped first */
+  uintptr_t key = _tp_free_key;
   for (unsigned t = 0; t < nt; t++) {
     const tp_slab_t *s = take[t].s;
     uintptr_t size = s->size, base = s->base + (uintptr_t)take[t].w * 64 * size;
     uint8_t *live = s->live + (uintptr_t)take[t].w * 64;
+    /* Every cached block is tagged, so that a free of one the program was never given is
+     * reported and the group stats count only blocks handed out. On 4 KiB pages (a young heap)
+     * the tags make resident the pages of blocks cached but not yet used: two threads
+     * replacing entries of 16-1024 B peaked at 10.7 MiB against 9.8. Left untagged there until
+     * their malloc, they cost a map lookup at every first pop (one thread, 16-512 B: 10% more
+     * time) and two instructions in every malloc hit. */
+    if (take[t].bits == ~0ull) {
+      memset(live, 1, 64);
+      for (uintptr_t a = base, end = base + 64 * size; a < end; a += size) {
+        ((uintptr_t *)a)[1] = a ^ key;
+        (--o)->p = (void *)a;
+      }
+      continue;
+    }
     for (uint64_t bits = take[t].bits; bits; bits &= bits - 1) {
       unsigned bit = (unsigned)__builtin_ctzll(bits);
-      --o;
-      o->p = (void *)(base + bit * size);
-      o->live = live + bit;
+      uintptr_t a = base + bit * size;
+      ((uintptr_t *)a)[1] = a ^ key;
+      (--o)->p = (void *)a;
+      __atomic_store_n(live + bit, 1, __ATOMIC_RELAXED);
     }
   }
   _tp_stats_out((ptrdiff_t)n * _tp_classes[c].size);
@@ -207,12 +224,18 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     tp_slab_t *s = _tp_hpage_of(p0)->slot_slab[((uintptr_t)p0 >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)];
     uintptr_t lo = s->base, span = (uintptr_t)s->nobj * s->size;
     uint64_t recip = s->recip, *avail = s->avail;
+    uint8_t *live = s->live;
     uint32_t hint = s->avail_hint, cnt = 0;
     do {
       uintptr_t off = (uintptr_t)in[i].p - lo;
       if (off >= span) break;
       uint32_t idx = (uint32_t)((off * recip) >> 40);
-      avail[idx >> 6] |= 1ull << (idx & 63);
+      uint64_t bit = 1ull << (idx & 63);
+      /* Already available: the block was cached twice, freed again after the program wrote
+       * over its tag. Counted twice, the slab would look empty with a block live. */
+      if (TP_UNLIKELY(avail[idx >> 6] & bit)) _tp_fatal("double free of %p (found when it went back to its slab)", in[i].p);
+      avail[idx >> 6] |= bit;
+      __atomic_store_n(live + idx, 0, __ATOMIC_RELAXED);
       if (idx >> 6 < hint) hint = idx >> 6;
       cnt++;
     } while (++i < n);

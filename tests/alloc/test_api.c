@@ -1,6 +1,7 @@
 /* The tp_* API through libtlbpack.a: semantics, errors that abort, groups, stats, warming. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -164,6 +165,100 @@ Test(free, double_free_aborts) {
   void *p = tp_malloc(40);
   tp_free(p);
   expect_abort(call_free, p, "tlbpack: double free of %p", p);
+}
+
+/* A block in a thread cache carries its tag (its address under the process's key, in its second
+ * word): written when a free caches it and when a refill takes it from its slab, cleared when a
+ * malloc hands it out. A free finds the tag: a block freed twice, or one the program was never
+ * given, whichever thread's cache holds it. */
+static tp_tbin_t *bin_of(void *p) {
+  tp_slab_t *s = _tp_slab_of(p);
+  return _tp_tbin_get(_tp_tc, s->group, s->cls);
+}
+
+Test(tag, a_cached_block_never_handed_out_is_reported) {
+  static char *p[1000];
+  int n = 0;
+  tp_tbin_t *b;
+  do { /* a new bin refills a few blocks at a time at first */
+    p[n++] = tp_malloc(48);
+    b = bin_of(p[0]);
+  } while (b->top == b->lo && n < 1000);
+  cr_assert_gt(b->top, b->lo, "%d refills left nothing in the cache", n);
+  void *q = b->top[-1].p; /* the next block the cache hands out */
+  cr_assert_eq(tp_malloc_usable_size(q), 0, "a cached block reads as live");
+  expect_abort(call_free, q, "tlbpack: double free of %p", q);
+  void *r = b->top[-1].p == q ? tp_malloc(48) : NULL;
+  cr_assert_eq(r, q, "the cache did not hand out the block it held");
+  cr_assert_eq(tp_malloc_usable_size(q), 48);
+  tp_free(q);
+  for (int i = 0; i < n; i++) tp_free(p[i]);
+}
+
+/* The tag is cleared when a block is handed out: one the program never writes frees cleanly,
+ * reused from the cache or fresh from a refill. */
+Test(tag, a_block_handed_out_again_frees_without_being_written) {
+  int reused = 0;
+  for (size_t size = 16; size <= 4096; size += size / 2) {
+    void *p = tp_malloc(size);
+    tp_free(p);
+    void *q = tp_malloc(size); /* the same block, from the cache, when the class is cached */
+    reused += q == p;
+    cr_assert_eq(tp_malloc_usable_size(q), _tp_class_size(_tp_class_of(size)));
+    tp_free(q);
+    void *r = tp_malloc(size), *u = tp_malloc(size);
+    tp_free(u);
+    tp_free(r);
+  }
+  cr_assert_geq(reused, 8, "only %d sizes reused their block", reused);
+}
+
+/* A program that writes over a freed block's tag and frees it again gets past the free; the
+ * block is then in the cache twice, and the flush that takes it back to its slab reports it
+ * rather than count it twice (the slab would look empty with a block live). */
+static void free_twice_after_overwrite(void *p) {
+  tp_free(p);
+  ((uintptr_t *)p)[1] = 0; /* the program's write after free */
+  tp_free(p);
+  _tp_tcache_flush_all(_tp_tc);
+}
+
+Test(tag, a_block_freed_again_after_its_tag_was_overwritten_is_reported_at_the_flush) {
+  void *p = tp_malloc(80);
+  expect_abort(free_twice_after_overwrite, p, "tlbpack: double free of %p (found when it went back to its slab)", p);
+  tp_free(p);
+}
+
+/* Another thread frees the block and keeps it in its cache (200 B: reused there; 48 B: its
+ * remote bin): a second free here is reported while that thread lives and holds it. */
+static pthread_barrier_t held, done;
+static void *free_and_hold(void *p) {
+  tp_free(p);
+  pthread_barrier_wait(&held);
+  pthread_barrier_wait(&done);
+  return NULL;
+}
+
+Test(tag, a_block_another_thread_freed_and_caches_is_reported_here) {
+  size_t sizes[] = {200, 48};
+  for (int i = 0; i < 2; i++) {
+    void *p = tp_malloc(sizes[i]), *keep = tp_malloc(sizes[i]); /* keep: the slab stays this thread's */
+    pthread_barrier_init(&held, NULL, 2);
+    pthread_barrier_init(&done, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, free_and_hold, p);
+    pthread_barrier_wait(&held);
+    tp_slab_t *s = _tp_slab_of(p);
+    cr_assert_eq(__atomic_load_n(&s->live[((uintptr_t)p - s->base) / s->size], __ATOMIC_RELAXED), 1,
+                 "%zu B: the other thread's free went back to the slab, not to its cache", sizes[i]);
+    cr_assert_eq(tp_malloc_usable_size(p), 0, "%zu B: a block another thread freed reads as live", sizes[i]);
+    expect_abort(call_free, p, "tlbpack: double free of %p", p);
+    pthread_barrier_wait(&done);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&held);
+    pthread_barrier_destroy(&done);
+    tp_free(keep);
+  }
 }
 
 Test(free, double_free_of_a_large_block_aborts) {

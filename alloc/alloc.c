@@ -51,10 +51,24 @@ static TP_NOINLINE __attribute__((noipa)) void double_free(const void *p) { _tp_
 /* ---- helpers ------------------------------------------------------------------------- */
 /* A block leaves the thread cache: its tag (internal.h, _tp_block_cached) is cleared, so that a
  * free finds the block live whatever the program writes into it, or not. A store to the block,
- * which the program is about to write; its live byte stays 1 from the refill. */
+ * which the program is about to write; its live byte stays 1 from the refill, except for an
+ * entry with bit 0 (pop_fresh). */
+static TP_NOINLINE void *pop_fresh(uintptr_t e);
 static inline void *mark_live(tp_entry_t e) {
+  if (TP_UNLIKELY((uintptr_t)e.p & 1)) return pop_fresh((uintptr_t)e.p);
   ((uintptr_t *)e.p)[1] = 0;
   return e.p;
+}
+
+/* An entry with bit 0: a block a refill took on 4 KiB pages without tagging it (slab.c), its
+ * live byte still 0, set now (by the thread that took the block's word of live bytes). Its
+ * second word may hold a tag from an earlier life of the block: cleared too. */
+static TP_NOINLINE void *pop_fresh(uintptr_t e) {
+  uintptr_t a = e & ~(uintptr_t)1;
+  tp_slab_t *s = _tp_slab_of((void *)a);
+  __atomic_store_n(&s->live[((a - s->base) * s->recip) >> 40], 1, __ATOMIC_RELAXED);
+  ((uintptr_t *)a)[1] = 0;
+  return (void *)a;
 }
 
 /* Counters of what goes past the bins (medium, large, arena, uncached classes). */

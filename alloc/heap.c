@@ -39,6 +39,7 @@ static unsigned nchunks;
 static uintptr_t cursor, cursor_end; /* never-used hpages of the newest chunk */
 static tp_hpage_t *free_list;        /* reserved, not backed (used before) */
 static tp_hpage_t *empty_list;       /* backed and empty: reused first */
+static tp_hpage_t *empty_tail;       /* its last: the page empty longest (pushed at the head) */
 static size_t nfree_hp, nempty_hp;
 static size_t chunk_bytes = TP_GIB;
 static void decay(void);
@@ -58,6 +59,7 @@ static void take_off_list(tp_hpage_t *h) {
     unlink_(&free_list, h);
     nfree_hp--;
   } else if (h->listed == TP_LIST_EMPTY) {
+    if (h == empty_tail) empty_tail = h->prev;
     unlink_(&empty_list, h);
     nempty_hp--;
   }
@@ -66,6 +68,7 @@ static void take_off_list(tp_hpage_t *h) {
 /* The mirror of take_off_list: onto the free (TP_LIST_FREE) or empty list, counted. */
 static void put_on_list(tp_hpage_t *h, int which) {
   if (which == TP_LIST_EMPTY) {
+    if (empty_list == NULL) empty_tail = h;
     push(&empty_list, h, TP_LIST_EMPTY);
     nempty_hp++;
   } else {
@@ -370,9 +373,8 @@ static void decay(void) {
 /* Gives back the retained empty page that has been empty longest (the list's tail: pages are
  * pushed at its head), 1 GiB pages aside; -1 when there is none. */
 static int evict_oldest_empty(void) {
-  tp_hpage_t *old = NULL;
-  for (tp_hpage_t *e = empty_list; e; e = e->next)
-    if (e->source != TP_SRC_1G) old = e;
+  tp_hpage_t *old = empty_tail; /* from the tail: a walk from the head made eviction loops quadratic */
+  while (old != NULL && old->source == TP_SRC_1G) old = old->prev;
   if (old == NULL) return -1;
   take_off_list(old);
   decommit(old);

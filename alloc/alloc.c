@@ -427,16 +427,16 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
   free_small_slow(s, (tp_entry_t){p});
 }
 
-/* The slab comes from the thread's map cache (tc->map_gib / map_block): one compare for a
+/* The slab comes from the thread's map cache (tc->map_base / map_slabs): one compare for a
  * program whose heap is in one GiB; free_remap walks the map otherwise. */
 static inline __attribute__((always_inline)) void free_block(void *p) {
   tp_tcache_t *tc = _tp_tc;
-  uintptr_t a = (uintptr_t)p;
-  if (TP_UNLIKELY((a >> TP_BLOCK_SHIFT) != tc->map_gib)) {
+  uintptr_t off = (uintptr_t)p - tc->map_base; /* its offset in the cached GiB: no mask needed */
+  if (TP_UNLIKELY(off >= ((uintptr_t)1 << TP_BLOCK_SHIFT))) {
     free_remap(p, tc);
     return;
   }
-  tp_slab_t *s = _tp_block_slab(tc->map_block, a);
+  tp_slab_t *s = __atomic_load_n(&tc->map_slabs[off >> TP_SLOT_SHIFT], __ATOMIC_ACQUIRE);
   if (TP_UNLIKELY(s == NULL)) {
     free_unknown(p);
     return;
@@ -458,8 +458,8 @@ static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc) {
     return;
   }
   if (!tc->dead) {
-    tc->map_block = b;
-    tc->map_gib = a >> TP_BLOCK_SHIFT;
+    tc->map_slabs = b->slab;
+    tc->map_base = a & ~(((uintptr_t)1 << TP_BLOCK_SHIFT) - 1);
   }
   free_in_slab(p, s, tc);
 }

@@ -544,11 +544,12 @@ typedef struct tp_mixed_s {
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
 typedef struct tp_tcache_s {
   tp_site_slot_t site[TP_SITE_CACHE];
-  /* The map's GiB this thread last freed in (a >> TP_BLOCK_SHIFT) and its block: the free hit
-   * compares one word instead of walking _tp_map (UINTPTR_MAX: none; the static records keep
-   * it so, since threads share them). Blocks are never removed from the map. */
-  uintptr_t map_gib;
-  tp_block_t *map_block;
+  /* The start of the map's GiB this thread last freed in and its block's slab map: the free
+   * hit tests p - map_base against a GiB and indexes map_slabs with what it got, one compare
+   * instead of a walk from _tp_map (TP_NO_GIB and _tp_no_slabs, all NULL: none; the static
+   * records keep them so, since threads share them). Blocks are never removed from the map. */
+  uintptr_t map_base;
+  tp_slab_t **map_slabs;
   uint16_t thread_group;
   uint8_t owns_thread_group;
   uint8_t dead;          /* the static records: never caches (exited thread), or not started */
@@ -586,6 +587,9 @@ extern uintptr_t _tp_free_key TP_INTERNAL;
 static inline int _tp_block_cached(uintptr_t a) {
   return __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED) == (a ^ _tp_free_key);
 }
+/* No GiB in a thread's map cache: the non-canonical GiB at 2^63, whose slab map is all NULL. */
+#define TP_NO_GIB ((uintptr_t)1 << 63)
+extern tp_slab_t *_tp_no_slabs[TP_BLOCK_SLOTS] TP_INTERNAL;
 extern tp_tbin_t _tp_tbin_empty TP_INTERNAL;
 extern tp_tcache_t _tp_tcache_empty TP_INTERNAL;
 extern __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) TP_INTERNAL;

@@ -7,13 +7,15 @@
 #include "internal.h"
 
 /* count 0, limit 0: malloc and free both miss */
+tp_slab_t *_tp_no_slabs[TP_BLOCK_SLOTS];
 tp_tbin_t _tp_tbin_empty = {.top = _tp_tbin_empty.e, .end = _tp_tbin_empty.e, .lo = _tp_tbin_empty.e, .low = _tp_tbin_empty.e};
 static tp_tgroup_t empty_tgroup = {.bins = {[0 ... TP_NCLASSES - 1] = &_tp_tbin_empty},
                                    .fast = {[0 ... TP_FAST_N - 1] = &_tp_tbin_empty}};
 
 #define EMPTY_CACHE_INIT                                                                          \
   {                                                                                               \
-    .site = {[0 ... TP_SITE_CACHE - 1] = {1, empty_tgroup.fast}}, .dead = 1, .map_gib = UINTPTR_MAX,\
+    .site = {[0 ... TP_SITE_CACHE - 1] = {1, empty_tgroup.fast}}, .dead = 1, .map_base = TP_NO_GIB, \
+    .map_slabs = _tp_no_slabs,                                                                    \
     .groups = {[0 ... TP_MAX_GROUPS - 1] = &empty_tgroup},                                        \
   }
 tp_tcache_t _tp_tcache_empty = EMPTY_CACHE_INIT;
@@ -73,7 +75,8 @@ static void reset_record(tp_tcache_t *tc) {
   for (unsigned i = 0; i < TP_MIXED_SITES; i++)
     if ((tc->mixed[i] = mixed[i]) != NULL) mixed_clear(mixed[i]);
   for (unsigned i = 0; i < TP_SITE_CACHE; i++) tc->site[i] = (tp_site_slot_t){1, empty_tgroup.fast};
-  tc->map_gib = UINTPTR_MAX;
+  tc->map_base = TP_NO_GIB;
+  tc->map_slabs = _tp_no_slabs;
 }
 
 static tp_tcache_t *tcache_init(void) {

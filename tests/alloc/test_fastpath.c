@@ -7,14 +7,15 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "expect_abort.h"
 #include "internal.h"
 #include "tlbpack.h"
 
 static int static_records_untouched(void) {
   if (_tp_tbin_empty.top != _tp_tbin_empty.e || _tp_tbin_empty.end != _tp_tbin_empty.e) return 0;
   if (_tp_tbin_empty.nalloc != 0 || _tp_tbin_empty.out != 0) return 0;
-  return _tp_tcache_empty.nmalloc == 0 && _tp_tcache_empty.nfree == 0 && _tp_tcache_empty.map_gib == UINTPTR_MAX &&
-         _tp_tcache_empty.map_block == NULL;
+  return _tp_tcache_empty.nmalloc == 0 && _tp_tcache_empty.nfree == 0 && _tp_tcache_empty.map_base == TP_NO_GIB &&
+         _tp_tcache_empty.map_slabs == _tp_no_slabs;
 }
 
 typedef struct { int empty_before, real_after, owned; } first_t;
@@ -222,27 +223,45 @@ Test(sentinel, a_threads_first_call_may_be_a_free) {
   cr_assert(static_records_untouched());
 }
 
-/* The free hit's map cache (tc->map_gib / map_block): a free in another GiB than the thread's
+/* The free hit's map cache (tc->map_base / map_slabs): a free in another GiB than the thread's
  * last one walks the map and moves the cache there; frees keep being checked either way. */
 Test(sentinel, a_free_in_another_gib_moves_the_threads_map_cache) {
   void *p = tp_malloc(48), *q = tp_malloc(48);
   tp_free(p);
-  uintptr_t gib = (uintptr_t)q >> TP_BLOCK_SHIFT;
-  cr_assert_eq(_tp_tc->map_gib, gib, "the thread's first free did not fill its map cache");
-  cr_assert_eq(_tp_tc->map_block, _tp_map[gib]);
-  _tp_tc->map_gib = gib + 1; /* as if the last free had been a GiB further */
-  _tp_tc->map_block = NULL;
+  uintptr_t gib = (uintptr_t)q >> TP_BLOCK_SHIFT, base = gib << TP_BLOCK_SHIFT;
+  cr_assert_eq(_tp_tc->map_base, base, "the thread's first free did not fill its map cache");
+  cr_assert_eq(_tp_tc->map_slabs, _tp_map[gib]->slab);
+  _tp_tc->map_base = base + ((uintptr_t)1 << TP_BLOCK_SHIFT); /* as if the last free had been a GiB further */
+  _tp_tc->map_slabs = _tp_no_slabs;
   tp_free(q);
-  cr_assert_eq(_tp_tc->map_gib, gib, "a free in another GiB left the cache where it was");
-  cr_assert_eq(_tp_tc->map_block, _tp_map[gib]);
+  cr_assert_eq(_tp_tc->map_base, base, "a free in another GiB left the cache where it was");
+  cr_assert_eq(_tp_tc->map_slabs, _tp_map[gib]->slab);
   cr_assert_eq(tp_malloc_usable_size(q), 0, "the block is still live after its free");
   tp_stats_t st;
   tp_stats_get(&st);
   cr_assert_eq(st.live_objects, 0, "%zu objects live after every block was freed", st.live_objects);
   /* Not tlbpack's, or past the user address space: the miss, then free_unknown, cache kept. */
   tp_free(NULL);
-  cr_assert_eq(_tp_tc->map_gib, gib, "free(NULL) moved the cache");
+  cr_assert_eq(_tp_tc->map_base, base, "free(NULL) moved the cache");
   cr_assert(static_records_untouched());
+}
+
+/* The static records' map cache matches the non-canonical GiB at 2^63 and finds no slab
+ * there: a free of such a pointer by a thread that never freed before is reported, not
+ * followed into a block. */
+static void *free_first(void *p) {
+  if (_tp_tc != &_tp_tcache_empty) return NULL; /* not the static record: no abort, test fails */
+  tp_free(p);
+  return NULL;
+}
+static void call_free_in_new_thread(void *p) {
+  pthread_t t;
+  pthread_create(&t, NULL, free_first, p);
+  pthread_join(t, NULL);
+}
+Test(sentinel, a_free_in_the_empty_caches_gib_is_reported) {
+  void *bad = (void *)(TP_NO_GIB + 0x10000);
+  expect_abort(call_free_in_new_thread, bad, "tlbpack: invalid free of %p", bad);
 }
 
 Test(sentinel, free_null_takes_the_miss_and_does_nothing) {

@@ -199,7 +199,8 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
         (--o)->p = (void *)((base + (unsigned)__builtin_ctzll(bits) * size) | 1);
       continue;
     }
-    if (take[t].bits == ~0ull) {
+    if (take[t].bits == ~0ull) { /* a whole word, the usual take: the loop below without a
+                                  * bit scan (lua5.4 ran 13 M more instructions, 0.8%, without) */
       memset(live, 1, 64);
       for (uintptr_t a = base, end = base + 64 * size; a < end; a += size) {
         ((uintptr_t *)a)[1] = a ^ key;

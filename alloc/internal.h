@@ -154,6 +154,7 @@ static inline void _tp_lock_reinit(tp_lock_t *l) { pthread_mutex_init(l, NULL); 
 
 /* ---- metadata allocator (meta.c): out-of-band, never returns memory ------------------ */
 void *_tp_meta_alloc(size_t size) TP_INTERNAL;  /* zeroed, 64-byte aligned */
+int _tp_meta_holds(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in a metadata region */
 void *_tp_heap_give_to_meta(void) TP_INTERNAL;   /* a 2 MiB hpage of the heap's reservation */
 void _tp_meta_free(void *p, size_t size) TP_INTERNAL;
 void _tp_meta_prefork(void) TP_INTERNAL;
@@ -446,10 +447,12 @@ int _tp_run_grow(tp_slab_t *s, size_t n) TP_INTERNAL;
  * hands them out in the order taken); a slow-start refill (`slow`) takes just `want`, except
  * whole words of another thread's slab. `room` is at most 64 (TP_FILL_MAX). */
 typedef struct tp_entry_s { void *p; } tp_entry_t;
-unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow) TP_INTERNAL;
-/* Returns objects (from thread caches: tagged) to their slabs, their live bytes to 0; one that
- * is already available (cached twice: freed again over a tag the program overwrote) is
- * reported as a double free. All belong to group g, class c. */
+/* The blocks are tagged with `tag` (the bin they go to), except the entries with bit 0. */
+unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow,
+                      const void *tag) TP_INTERNAL;
+/* Returns objects to their slabs, their live bytes to 0; one that is already available (in a
+ * cache twice, both copies tagged) is reported as a double free. All belong to group g, class
+ * c. The tags of blocks from a thread cache are checked before (_tp_tbin_flush). */
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
 /* Releases every slab of a group (destroy). */
 void _tp_bin_release_all(tp_group_t *g) TP_INTERNAL;
@@ -489,6 +492,9 @@ typedef struct tp_tbin_s {
    * (UINT64_MAX before any) */
   uint64_t fill_mark, flush_mark;
   uint32_t cap, cls;     /* cap: entries at lo */
+  uintptr_t check;       /* its address xor _tp_free_key: a word that names it is a tag */
+  tp_entry_t below;      /* lo[-1] while lo is e, always NULL (so is the word before a grown
+                          * array): the free's compare with the top entry needs no count */
   tp_entry_t e[];        /* the entries the bin was created with */
 } tp_tbin_t;
 
@@ -576,17 +582,22 @@ typedef struct tp_tcache_s {
 } tp_tcache_t;
 
 /* A small block in a thread cache holds a tag in its second word (every class is at least 16
- * bytes): its address xor this per-process random key (init.c). A refill writes it, a free
- * checks and writes it, a malloc clears it. The block's live byte says whether it is out of
- * its slab; the tag, whether it is in a cache rather than handed out. A program's data equals
- * a tag only if it was copied out of a freed block; a tag overwritten by a write after free
- * lets a second free through, and the flush reports the block (slab.c). Nothing the heap
- * relies on lives in user memory. */
+ * bytes): the address of the cache bin that holds it (tcache.c). A refill and a free write it
+ * (the free without reading it: one store, no wait for the line of a block another thread
+ * wrote last); the block is checked when it leaves the bin: a malloc finds the tag and clears
+ * it, a flush finds it (tcache.c). A block freed twice is in a cache twice: the copy that
+ * leaves second finds the tag cleared, another bin's, or overwritten by the program, and is
+ * reported before it is handed out or counted in its slab again; so is a block written over
+ * its tag after its free. The free itself compares the block with the bin's top entry
+ * (`free(p); free(p)`, reported at the second free). The block's live byte says whether it is
+ * out of its slab; the tag, whether it is in a cache rather than handed out. Program data
+ * holds a bin's address only if it was copied out of a freed block. Nothing the heap relies on
+ * lives in user memory. */
+/* Whether the small block at a (live byte 1) is in a thread cache: its second word is the
+ * address of a bin (metadata, tp_tbin_t.check). Stats and malloc_usable_size only (tcache.c). */
+int _tp_block_cached(uintptr_t a) TP_INTERNAL;
+/* Per-process random (init.c): a bin's check word is its address xor this. */
 extern uintptr_t _tp_free_key TP_INTERNAL;
-/* Whether the small block at a (live byte 1) is in a thread cache: it holds its tag. */
-static inline int _tp_block_cached(uintptr_t a) {
-  return __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED) == (a ^ _tp_free_key);
-}
 /* No GiB in a thread's map cache: the non-canonical GiB at 2^63, whose slab map is all NULL. */
 #define TP_NO_GIB ((uintptr_t)1 << 63)
 extern tp_slab_t *_tp_no_slabs[TP_BLOCK_SLOTS] TP_INTERNAL;

@@ -52,7 +52,7 @@ static void use_region(char *a, size_t len, char *advise_from) {
   if (nregions < META_MAX_REGIONS) {
     regions[nregions].start = a;
     regions[nregions].end = a + len;
-    nregions++;
+    __atomic_store_n(&nregions, nregions + 1, __ATOMIC_RELEASE);
   }
 }
 
@@ -130,6 +130,14 @@ void _tp_meta_free(void *p, size_t size) {
 }
 
 size_t _tp_meta_bytes(void) { return total; }
+
+/* Regions are only added, each written before the count that publishes it; no lock. */
+int _tp_meta_holds(uintptr_t a, size_t len) {
+  unsigned n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (a >= (uintptr_t)regions[i].start && a + len <= (uintptr_t)regions[i].end) return 1;
+  return 0;
+}
 
 /* ---- where metadata sits, from /proc/self/smaps (stats only; no malloc) ---------------- */
 static int in_regions(uintptr_t lo, uintptr_t hi) {

@@ -174,6 +174,8 @@ static tp_tbin_t *bin_new(unsigned c, unsigned cap, unsigned limit) {
   if (b == NULL) return NULL;
   b->cap = cap;
   b->cls = c;
+  b->below.p = NULL;
+  b->check = (uintptr_t)b ^ _tp_free_key;
   b->top = b->lo = b->low = b->e;
   b->end = b->e + limit;
   b->fill_mark = b->flush_mark = UINT64_MAX;
@@ -213,8 +215,9 @@ int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) {
     tc->grown_bins++;
   }
   unsigned ncap = 2 * cap < grow ? 2 * cap : grow, count = _tp_tbin_count(b);
-  tp_entry_t *e = _tp_meta_alloc(ncap * sizeof *e);
+  tp_entry_t *e = _tp_meta_alloc((ncap + 1) * sizeof *e); /* e[-1]: NULL, like b->below */
   if (e == NULL) return 0;
+  (e++)->p = NULL;
   memcpy(e, b->lo, count * sizeof *e);
   tp_entry_t *old = b->lo;
   /* Stats may read the bin from another thread meanwhile: bin_count_racy reads a top and lo of
@@ -224,7 +227,7 @@ int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) {
   b->cap = ncap;
   b->end = e + ncap;
   __atomic_store_n(&b->top, e + count, __ATOMIC_RELEASE);
-  if (old != b->e) _tp_meta_free(old, cap * sizeof *old);
+  if (old != b->e) _tp_meta_free(old - 1, (cap + 1) * sizeof *old);
   return 1;
 }
 
@@ -234,6 +237,14 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
   if (count <= keep) return;
   unsigned n = count - keep;
   tp_tgroup_t *tg = tc->groups[g];
+  /* Each block leaves the bin checked (internal.h, _tp_block_cached): its tag is there unless
+   * it was freed twice and its other copy handed out or cached elsewhere, or written after its
+   * free. Entries with bit 0 were never handed out and carry none. */
+  for (unsigned i = 0; i < n; i++) {
+    uintptr_t a = (uintptr_t)b->lo[i].p;
+    if (TP_UNLIKELY(!(a & 1) && ((const uintptr_t *)a)[1] != (uintptr_t)b))
+      _tp_fatal("double free of %p, or a write after its free (its tag was gone when it went back to its slab)", (void *)a);
+  }
   if (tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, b->lo, n);
   else _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[c].size); /* dropped with the group */
   memmove(b->lo, b->lo + n, keep * sizeof(tp_entry_t));
@@ -278,6 +289,7 @@ void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) {
     _tp_bin_flush(_tp_groups[g], c, &e, 1);
     return;
   }
+  ((uintptr_t *)e.p)[1] = (uintptr_t)r; /* its tag: the bin it is in */
   *r->top++ = e;
   if (r->top == r->end) _tp_tbin_flush(tc, g, c, r, 0);
 }
@@ -386,4 +398,10 @@ void _tp_tcache_postfork(int child) {
   }
   all_list = NULL;
   if (!me->dead) link_all(me);
+}
+
+int _tp_block_cached(uintptr_t a) {
+  uintptr_t w = __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED);
+  if (w == 0 || (w & 7) || !_tp_meta_holds(w, sizeof(tp_tbin_t))) return 0;
+  return __atomic_load_n(&((const tp_tbin_t *)w)->check, __ATOMIC_RELAXED) == (w ^ _tp_free_key);
 }

@@ -168,17 +168,16 @@ Test(free, double_free_aborts) {
 }
 
 /* A block in a thread cache carries its tag (its address under the process's key, in its second
- * word): written when a free caches it and when a refill takes it from its slab, cleared when a
- * malloc hands it out. A free finds the tag: a block freed twice, or one the program was never
- * given, whichever thread's cache holds it. */
+ * word): written when a free caches it and when a refill takes it from its slab, checked and
+ * cleared when a malloc hands it out, checked when a flush takes it back. */
 static tp_tbin_t *bin_of(void *p) {
   tp_slab_t *s = _tp_slab_of(p);
   return _tp_tbin_get(_tp_tc, s->group, s->cls);
 }
 
-/* 48 B: tagged by the refill. 1000 B on a young heap's 4 KiB pages: not written until its
- * malloc, its entry marked (bit 0) and its live byte still 0. Either way a free of it is a
- * double free, and it reads as not live. */
+/* 48 B: tagged by the refill, the top of the bin. 1000 B on a young heap's 4 KiB pages: not
+ * written until its malloc, its entry marked (bit 0) and its live byte still 0. Either way a
+ * free of it is a double free, and it reads as not live. */
 Test(tag, a_cached_block_never_handed_out_is_reported) {
   size_t sizes[] = {48, 1000};
   for (int k = 0; k < 2; k++) {
@@ -223,24 +222,80 @@ Test(tag, a_block_handed_out_again_frees_without_being_written) {
   cr_assert_geq(reused, 8, "only %d sizes reused their block", reused);
 }
 
-/* A program that writes over a freed block's tag and frees it again gets past the free; the
- * block is then in the cache twice, and the flush that takes it back to its slab reports it
- * rather than count it twice (the slab would look empty with a block live). */
-static void free_twice_after_overwrite(void *p) {
+/* A cached block's tag is the address of its bin, which carries its own address under the key:
+ * a live block whose second word holds other metadata's address, a wild pointer or a small
+ * number still reads as live (malloc_usable_size reads the word it points to only inside the
+ * metadata regions). */
+Test(tag, a_live_block_holding_an_address_is_not_taken_for_a_cached_one) {
+  uintptr_t *p = tp_malloc(64);
+  size_t want = _tp_class_size(_tp_class_of(64));
+  uintptr_t words[] = {(uintptr_t)_tp_slab_of(p), (uintptr_t)_tp_slab_of(p) + 8, 0xdead0000beef000ull, 8, 1,
+                       (uintptr_t)bin_of(p) + 64, (uintptr_t)p};
+  for (unsigned i = 0; i < sizeof words / sizeof *words; i++) {
+    p[1] = words[i];
+    cr_assert_eq(tp_malloc_usable_size(p), want, "word %#lx: a live block read as cached", (unsigned long)words[i]);
+  }
+  p[1] = (uintptr_t)bin_of(p); /* its bin's address: what a cached block holds */
+  cr_assert_eq(tp_malloc_usable_size(p), 0);
+  tp_free(p);
+}
+
+/* A free writes the tag without reading it; a cached block is checked when it leaves the cache.
+ * A block freed twice is in a cache twice: reported at once while it is the top of the bin
+ * (free(p); free(p)), otherwise when its second copy leaves, before it is handed out or counted
+ * in its slab again. So is a block written over its tag after its free. */
+static size_t leave_size;
+static void free_twice_apart_then_malloc(void *p) {
+  void *q = tp_malloc(leave_size);
+  tp_free(p);
+  tp_free(q);
+  tp_free(p); /* not the top of the bin: gets past the free */
+  void *a = tp_malloc(leave_size), *b = tp_malloc(leave_size);
+  if (a != p || b != q) abort(); /* not the cache's order: the message below is missing */
+  void *c = tp_malloc(leave_size); /* p's second copy: its tag left with the first */
+  (void)c;
+}
+static void free_twice_apart_then_flush(void *p) {
+  void *q = tp_malloc(leave_size);
+  tp_free(p);
+  tp_free(q);
+  tp_free(p); /* both copies tagged: the flush finds the second one's bit already available */
+  _tp_tcache_flush_all(_tp_tc);
+}
+static void write_after_free_then_malloc(void *p) {
   tp_free(p);
   ((uintptr_t *)p)[1] = 0; /* the program's write after free */
+  void *c = tp_malloc(leave_size);
+  (void)c;
+}
+static void write_after_free_then_flush(void *p) {
   tp_free(p);
+  ((uintptr_t *)p)[1] = 12345;
   _tp_tcache_flush_all(_tp_tc);
 }
 
-Test(tag, a_block_freed_again_after_its_tag_was_overwritten_is_reported_at_the_flush) {
-  void *p = tp_malloc(80);
-  expect_abort(free_twice_after_overwrite, p, "tlbpack: double free of %p (found when it went back to its slab)", p);
-  tp_free(p);
+Test(tag, a_block_freed_twice_or_written_after_free_is_reported_when_it_leaves_the_cache) {
+  size_t sizes[] = {48, 200}; /* 200 B on a young heap's 4 KiB pages: refilled untagged */
+  for (int k = 0; k < 2; k++) {
+    leave_size = sizes[k];
+    void *p = tp_malloc(leave_size);
+    expect_abort(free_twice_apart_then_malloc, p,
+                 "tlbpack: double free of %p, or a write after its free (its tag was gone when malloc took it from the thread cache)", p);
+    expect_abort(free_twice_apart_then_flush, p, "tlbpack: double free of %p (found when it went back to its slab)", p);
+    expect_abort(write_after_free_then_malloc, p,
+                 "tlbpack: double free of %p, or a write after its free (its tag was gone when malloc took it from the thread cache)", p);
+    expect_abort(write_after_free_then_flush, p,
+                 "tlbpack: double free of %p, or a write after its free (its tag was gone when it went back to its slab)", p);
+    tp_free(p); /* none of it happened here: p is live and frees cleanly */
+    void *r = tp_malloc(leave_size);
+    tp_free(r);
+  }
 }
 
 /* Another thread frees the block and keeps it in its cache (200 B: reused there; 48 B: its
- * remote bin): a second free here is reported while that thread lives and holds it. */
+ * remote bin); this thread frees it again and takes it back from its own cache. The other
+ * thread's copy is reported when it leaves that cache, at the thread's exit, rather than go back
+ * to its slab while the block is handed out. */
 static pthread_barrier_t held, done;
 static void *free_and_hold(void *p) {
   tp_free(p);
@@ -248,25 +303,30 @@ static void *free_and_hold(void *p) {
   pthread_barrier_wait(&done);
   return NULL;
 }
+static void free_after_other_thread(void *p) {
+  pthread_t t;
+  pthread_barrier_init(&held, NULL, 2);
+  pthread_barrier_init(&done, NULL, 2);
+  pthread_create(&t, NULL, free_and_hold, p);
+  pthread_barrier_wait(&held);
+  tp_slab_t *s = _tp_slab_of(p);
+  if (__atomic_load_n(&s->live[((uintptr_t)p - s->base) / s->size], __ATOMIC_RELAXED) != 1)
+    abort(); /* the other thread's free went back to the slab, not to its cache */
+  if (tp_malloc_usable_size(p) != 0) abort(); /* a block another thread freed reads as live */
+  tp_free(p);
+  if (tp_malloc(leave_size) != p) abort();
+  pthread_barrier_wait(&done);
+  pthread_join(t, NULL);
+}
 
-Test(tag, a_block_another_thread_freed_and_caches_is_reported_here) {
+Test(tag, a_block_another_thread_freed_and_caches_is_reported_when_it_leaves_that_cache) {
   size_t sizes[] = {200, 48};
   for (int i = 0; i < 2; i++) {
+    leave_size = sizes[i];
     void *p = tp_malloc(sizes[i]), *keep = tp_malloc(sizes[i]); /* keep: the slab stays this thread's */
-    pthread_barrier_init(&held, NULL, 2);
-    pthread_barrier_init(&done, NULL, 2);
-    pthread_t t;
-    pthread_create(&t, NULL, free_and_hold, p);
-    pthread_barrier_wait(&held);
-    tp_slab_t *s = _tp_slab_of(p);
-    cr_assert_eq(__atomic_load_n(&s->live[((uintptr_t)p - s->base) / s->size], __ATOMIC_RELAXED), 1,
-                 "%zu B: the other thread's free went back to the slab, not to its cache", sizes[i]);
-    cr_assert_eq(tp_malloc_usable_size(p), 0, "%zu B: a block another thread freed reads as live", sizes[i]);
-    expect_abort(call_free, p, "tlbpack: double free of %p", p);
-    pthread_barrier_wait(&done);
-    pthread_join(t, NULL);
-    pthread_barrier_destroy(&held);
-    pthread_barrier_destroy(&done);
+    expect_abort(free_after_other_thread, p,
+                 "tlbpack: double free of %p, or a write after its free (its tag was gone when it went back to its slab)", p);
+    tp_free(p);
     tp_free(keep);
   }
 }

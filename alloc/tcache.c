@@ -237,16 +237,19 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
   if (count <= keep) return;
   unsigned n = count - keep;
   tp_tgroup_t *tg = tc->groups[g];
-  /* Each block leaves the bin checked (internal.h, _tp_block_cached): its tag is there unless
-   * it was freed twice and its other copy handed out or cached elsewhere, or written after its
-   * free. Entries with bit 0 were never handed out and carry none. */
-  for (unsigned i = 0; i < n; i++) {
-    uintptr_t a = (uintptr_t)b->lo[i].p;
-    if (TP_UNLIKELY(!(a & 1) && ((const uintptr_t *)a)[1] != (uintptr_t)b))
-      _tp_fatal("double free of %p, or a write after its free (its tag was gone when it went back to its slab)", (void *)a);
+  if (tg->gen == atomic_load(&_tp_groups[g]->gen)) {
+    /* Each block leaves the bin checked (internal.h, _tp_block_cached): its tag is there unless
+     * it was freed twice and its other copy handed out or cached elsewhere, or written after its
+     * free. Entries with bit 0 were never handed out and carry none. */
+    for (unsigned i = 0; i < n; i++) {
+      uintptr_t a = (uintptr_t)b->lo[i].p;
+      if (TP_UNLIKELY(!(a & 1) && ((const uintptr_t *)a)[1] != (uintptr_t)b))
+        _tp_fatal("double free of %p, or a write after its free (its tag was gone when it went back to its slab)", (void *)a);
+    }
+    _tp_bin_flush(_tp_groups[g], c, b->lo, n);
+  } else {
+    _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[c].size); /* dropped with the group, whose memory is gone */
   }
-  if (tg->gen == atomic_load(&_tp_groups[g]->gen)) _tp_bin_flush(_tp_groups[g], c, b->lo, n);
-  else _tp_stats_out(-(ptrdiff_t)n * (ptrdiff_t)_tp_classes[c].size); /* dropped with the group */
   memmove(b->lo, b->lo + n, keep * sizeof(tp_entry_t));
   b->top = b->lo + keep;
   if (b->low > b->top) b->low = b->top;

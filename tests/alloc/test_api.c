@@ -292,6 +292,27 @@ Test(tag, a_block_freed_twice_or_written_after_free_is_reported_when_it_leaves_t
   }
 }
 
+/* A destroyed group's memory is gone (here given back at once: retain_mb 0); the blocks this
+ * thread still caches for it are dropped at the next flush without being read, not checked. */
+Test(tag, a_destroyed_groups_cached_blocks_are_dropped_unread) {
+  size_t retain = _tp_opt.retain_bytes;
+  _tp_opt.retain_bytes = 0;
+  tp_group_t *g = tp_group_create("tag-destroyed");
+  cr_assert_not_null(g);
+  enum { N = 40 };
+  void *p[N];
+  for (int i = 0; i < N; i++) cr_assert_not_null(p[i] = tp_group_malloc(g, 48));
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+  tp_tbin_t *b = _tp_tc->groups[g->id]->bins[_tp_class_of(48)];
+  cr_assert_gt(_tp_tbin_count(b), 0, "nothing cached for the group");
+  tp_group_destroy(g);
+  _tp_tcache_flush_all(_tp_tc);
+  cr_assert_eq(_tp_tbin_count(b), 0);
+  _tp_opt.retain_bytes = retain;
+  void *q = tp_malloc(48);
+  tp_free(q);
+}
+
 /* Another thread frees the block and keeps it in its cache (200 B: reused there; 48 B: its
  * remote bin); this thread frees it again and takes it back from its own cache. The other
  * thread's copy is reported when it leaves that cache, at the thread's exit, rather than go back

@@ -24,13 +24,16 @@ int _tp_policy_site_grows_up(uint32_t demand, size_t bytes) {
 
 /* A group gets hpages of its own once its slot runs hold exclusive_bytes (never under
  * group:none, where nothing is kept apart). One size class of a wrapper site (sitekey.h) waits
- * for four times that: a wrapper that allocates many sizes splits into a group per class, and
- * each class that passed exclusive_kb took a huge page of its own for a few slabs (an
- * rpmalloc-style test of one malloc call with random sizes: 12 groups, six of them holding 1-7
- * of their page's 32 slots; 2.4x jemalloc's memory). A class that holds a structure still gets
- * pages of its own once it could fill half of one. */
+ * for 16 times that (4 MiB by default): a wrapper that allocates many sizes splits into a group
+ * per class, and each class that passed exclusive_kb took a huge page of its own for a few
+ * slabs (an rpmalloc-style test of one malloc call with random sizes: 12 groups, six of them
+ * holding 1-7 of their page's 32 slots; 2.4x jemalloc's memory). At 4 times, the classes of
+ * two threads of 4 B-32 KiB each passed it with about a megabyte and took pages of their own
+ * while their first slabs stayed on the shared ones (threads-sizes: 21.0 MiB, 17.5 at 16
+ * times, jemalloc 18.3). A class that holds a structure still gets pages of its own once it
+ * could fill two. */
 int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_bytes, int group_mode, int split_class) {
-  size_t at = split_class ? 4 * exclusive_bytes : exclusive_bytes;
+  size_t at = split_class ? 16 * exclusive_bytes : exclusive_bytes;
   return !exclusive && slab_bytes >= at && group_mode != TP_GROUP_NONE;
 }
 

@@ -41,10 +41,11 @@ Test(policy, a_group_becomes_exclusive_at_exclusive_kb_except_under_group_none) 
   cr_assert_not(_tp_policy_exclusive(0, 1 << 30, 256 << 10, TP_GROUP_NONE, 0));
 }
 
-Test(policy, one_size_class_of_a_wrapper_site_waits_for_four_times_exclusive_kb) {
+Test(policy, one_size_class_of_a_wrapper_site_waits_for_16_times_exclusive_kb) {
   cr_assert_not(_tp_policy_exclusive(0, 256 << 10, 256 << 10, TP_GROUP_SITE, 1));
-  cr_assert_not(_tp_policy_exclusive(0, (1 << 20) - 1, 256 << 10, TP_GROUP_SITE, 1));
-  cr_assert(_tp_policy_exclusive(0, 1 << 20, 256 << 10, TP_GROUP_SITE, 1));
+  cr_assert_not(_tp_policy_exclusive(0, 1 << 20, 256 << 10, TP_GROUP_SITE, 1));
+  cr_assert_not(_tp_policy_exclusive(0, (4 << 20) - 1, 256 << 10, TP_GROUP_SITE, 1));
+  cr_assert(_tp_policy_exclusive(0, 4 << 20, 256 << 10, TP_GROUP_SITE, 1));
   cr_assert_not(_tp_policy_exclusive(0, 1 << 30, 256 << 10, TP_GROUP_NONE, 1));
 }
 

@@ -72,7 +72,7 @@ static inline void *mark_live(tp_entry_t e, const tp_tbin_t *b) {
 static TP_NOINLINE void *pop_fresh(uintptr_t e) {
   uintptr_t a = e & ~(uintptr_t)1;
   tp_slab_t *s = _tp_slab_of((void *)a);
-  __atomic_store_n(&s->live[((a - s->base) * s->recip) >> 40], 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->live[_tp_obj_index(a - s->base, s->recip)], 1, __ATOMIC_RELAXED);
   ((uintptr_t *)a)[1] = 0;
   return (void *)a;
 }
@@ -378,7 +378,7 @@ static TP_NOINLINE void free_other(void *p, tp_slab_t *s) {
 /* The free hit read a 0: a medium, large or arena block (their free_live is a 0 byte), a
  * block-aligned pointer past a small slab's last object, or a small block not live. */
 static TP_NOINLINE void free_dead(void *p, tp_slab_t *s) {
-  uintptr_t idx = (((uintptr_t)p - s->base) * s->recip) >> 40;
+  uintptr_t idx = _tp_obj_index((uintptr_t)p - s->base, s->recip);
   if (s->kind != TP_SLAB_SMALL) free_other(p, s);
   else if (idx >= s->nobj) invalid_free(p, "points inside a block, not at its start");
   else double_free(p);
@@ -402,7 +402,7 @@ static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc);
  * record, or a static one, whose bins are full: the slow path). */
 static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_t *s, tp_tcache_t *tc) {
   uintptr_t off = (uintptr_t)p - s->base;
-  uintptr_t idx = (off * s->recip) >> 40; /* below 2^24 for a pointer inside the slab */
+  uintptr_t idx = _tp_obj_index(off, s->recip); /* below 2^24 for a pointer inside the slab */
   if (TP_UNLIKELY(idx * s->size != off)) {
     free_other(p, s);
     return;
@@ -486,7 +486,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
   if (s->kind != TP_SLAB_SMALL)
     return (uintptr_t)p == s->base && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED) ? slab_usable(s) : 0;
   uintptr_t off = (uintptr_t)p - s->base;
-  uint32_t idx = (uint32_t)((off * s->recip) >> 40);
+  uint32_t idx = (uint32_t)_tp_obj_index(off, s->recip);
   if ((uintptr_t)idx * s->size != off || idx >= s->nobj) return 0;
   if (!__atomic_load_n(&s->live[idx], __ATOMIC_RELAXED)) return 0;
   if (_tp_block_cached((uintptr_t)p)) return 0;

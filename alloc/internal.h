@@ -45,8 +45,13 @@ typedef struct tp_class_s {
   uint16_t tcache_cap;   /* a refill takes half of it (small classes: whole bitmap words up to it) */
   uint16_t tcache_limit; /* freed blocks a thread's bin holds before half go back (>= tcache_cap) */
   uint16_t tcache_grow;  /* what a bin that keeps overflowing may grow to (tcache.c, _tp_tbin_grow) */
-  uint64_t recip;  /* (off * recip) >> 40 == off / size for off < 2 MiB */
+  uint64_t recip;  /* _tp_obj_index(off, recip) == off / size for off < 2 MiB */
 } tp_class_t;
+
+/* An object's index from its offset in its slab, a multiply and a shift instead of a divide:
+ * recip is 2^TP_RECIP_SHIFT / size + 1 (sizeclass.c), exact for offsets below 2 MiB. */
+#define TP_RECIP_SHIFT 40
+static inline uintptr_t _tp_obj_index(uintptr_t off, uint64_t recip) { return (off * recip) >> TP_RECIP_SHIFT; }
 
 extern tp_class_t _tp_classes[TP_NCLASSES] TP_INTERNAL;
 void _tp_classes_init(void) TP_INTERNAL;

@@ -237,7 +237,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     do {
       uintptr_t off = ((uintptr_t)in[i].p & ~(uintptr_t)1) - lo;
       if (off >= span) break;
-      uint32_t idx = (uint32_t)((off * recip) >> 40);
+      uint32_t idx = (uint32_t)_tp_obj_index(off, recip);
       uint64_t bit = 1ull << (idx & 63);
       /* Already available: the block was cached twice, freed again after the program wrote
        * over its tag. Counted twice, the slab would look empty with a block live. */

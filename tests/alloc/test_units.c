@@ -36,9 +36,9 @@ Test(sizeclass, reciprocal_divides_exactly_for_every_object_offset) {
     const tp_class_t *k = &_tp_classes[c];
     for (uint64_t idx = 0; idx < k->nobj; idx++) {
       uint64_t off = idx * k->size;
-      cr_assert_eq((off * k->recip) >> 40, idx, "class %u idx %lu", c, (unsigned long)idx);
+      cr_assert_eq(_tp_obj_index(off, k->recip), idx, "class %u idx %lu", c, (unsigned long)idx);
       if (k->size > 1) { /* an interior offset never looks like an object start */
-        uint64_t in = off + k->size - 1, q = (in * k->recip) >> 40;
+        uint64_t in = off + k->size - 1, q = _tp_obj_index(in, k->recip);
         cr_assert(q * k->size != in);
       }
     }

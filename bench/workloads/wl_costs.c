@@ -24,6 +24,13 @@
  *                 8-128 B, pushes each onto a shared stack (one mutex) and frees the batch
  *                 below it, the other thread's when the two alternate: blocks handed over a
  *                 batch at a time. ns per malloc+free of one block, per thread.
+ * --mode handover rptest's shape: each of two threads keeps --keep blocks of 16 B-16 KiB
+ *                 (log-uniform: about as many in each doubling, most bytes in the large ones),
+ *                 frees a random one and allocates another from one call site, writing it
+ *                 whole; every 16th new block goes into a random slot of the other thread's
+ *                 table, whose block it takes instead (atomic exchanges). Memory: what two
+ *                 threads' mixed sizes hold when blocks move between them. ns per free+malloc
+ *                 (and the writes), per thread.
  * --mode medium   one thread keeps --keep buffers of 64 KiB-1 MiB (a codec's or a parser's
  *                 buffers), frees a random one and allocates another, writing its first and last
  *                 bytes: the allocator's path for blocks between its small classes and whole
@@ -175,6 +182,41 @@ static void *scratch(void *arg) {
   return NULL;
 }
 
+/* --mode handover: the two threads' tables (atomic slots: the other thread exchanges into them) */
+static void **hand[2];
+
+static size_t hand_size(uint64_t *s) { /* 16 B-16 KiB, log-uniform */
+  uint64_t r = wl_rand(s);
+  size_t b = (size_t)16 << (r % 10);
+  return b + (size_t)((r >> 8) % b);
+}
+
+/* The one call site of every block (fill and loop alike), written whole. */
+static __attribute__((noinline)) char *hand_alloc(size_t n, int c) {
+  char *p = malloc(n);
+  if (!p) wl_die("out of memory");
+  memset(p, c, n);
+  return p;
+}
+
+static void *handover(void *arg) {
+  long me = (long)(uintptr_t)arg;
+  uint64_t s = wl_seed + (uint64_t)me * 7727;
+  void **own = hand[me], **other = hand[1 - me];
+  for (unsigned long i = 0; i < n_keep; i++) {
+    __atomic_store_n(&own[i], hand_alloc(hand_size(&s), 1), __ATOMIC_RELEASE);
+  }
+  pthread_barrier_wait(&go);
+  for (unsigned long i = 0; i < n_ops; i++) {
+    size_t k = wl_rand(&s) % n_keep;
+    free(__atomic_exchange_n(&own[k], NULL, __ATOMIC_ACQ_REL));
+    char *p = hand_alloc(hand_size(&s), (int)i);
+    if (i % 16 == 0) p = __atomic_exchange_n(&other[wl_rand(&s) % n_keep], p, __ATOMIC_ACQ_REL);
+    free(__atomic_exchange_n(&own[k], p, __ATOMIC_ACQ_REL)); /* NULL unless the other thread put one there */
+  }
+  return NULL;
+}
+
 static void *churn(void *arg) {
   uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 104729;
   pthread_barrier_wait(&go);
@@ -229,6 +271,8 @@ static double run_two(void *(*fn)(void *)) {
   if (fn == scratch)
     for (int i = 0; i < 2; i++)
       if (!(scratch_given[i] = malloc(8))) wl_die("out of memory");
+  if (fn == handover)
+    for (int i = 0; i < 2; i++) hand[i] = map_array(n_keep * sizeof *hand[i]);
   if (fn == churn) {
     table = map_array(n_keep * sizeof *table);
     uint64_t s = wl_seed;
@@ -245,6 +289,11 @@ static double run_two(void *(*fn)(void *)) {
   wl_note_peak();
   if (fn == churn)
     for (unsigned long i = 0; i < n_keep; i++) free(table[i]);
+  if (fn == handover)
+    for (int t = 0; t < 2; t++) {
+      for (unsigned long i = 0; i < n_keep; i++) free(hand[t][i]);
+      munmap(hand[t], n_keep * sizeof *hand[t]);
+    }
   for (batch_t *b = batch_top, *next; b; b = next) { /* batches: what is left on the stack */
     next = b->next;
     free_batch(b);
@@ -320,7 +369,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, scratch, churn, batches, medium or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, scratch, churn, batches, handover, medium or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -339,9 +388,10 @@ int main(int argc, char **argv) {
     n_ops = (n_ops + BATCH - 1) / BATCH * BATCH; /* whole batches: the ops run and reported */
     ns = run_two(batches), name = "batches-mt", op = "malloc+free";
   }
+  else if (!strcmp(mode, "handover")) ns = run_two(handover), name = "handover-mt", op = "free+malloc+write";
   else if (!strcmp(mode, "medium")) ns = run_medium(), name = "medium", op = "free+malloc";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches, medium or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches, handover, medium or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

@@ -60,7 +60,7 @@ static TP_NOINLINE __attribute__((noipa)) void *tag_lost(const void *p) {
 static TP_NOINLINE void *pop_fresh(uintptr_t e);
 static inline void *mark_live(tp_entry_t e, const tp_tbin_t *b) {
   if (TP_UNLIKELY((uintptr_t)e.p & 1)) return pop_fresh((uintptr_t)e.p);
-  uintptr_t *tag = (uintptr_t *)e.p + 1, t = *tag ^ (uintptr_t)b;
+  uintptr_t *tag = _tp_tag_word(e.p), t = *tag ^ (uintptr_t)b;
   *tag = t;
   if (TP_UNLIKELY(t != 0)) return tag_lost(e.p);
   return e.p;
@@ -73,7 +73,7 @@ static TP_NOINLINE void *pop_fresh(uintptr_t e) {
   uintptr_t a = e & ~(uintptr_t)1;
   tp_slab_t *s = _tp_slab_of((void *)a);
   __atomic_store_n(&s->live[_tp_obj_index(a - s->base, s->recip)], 1, __ATOMIC_RELAXED);
-  ((uintptr_t *)a)[1] = 0;
+  *_tp_tag_word((void *)a) = 0;
   return (void *)a;
 }
 
@@ -335,7 +335,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
   if (r != NULL && r->top + 1 < r->end && !tc->dead && lb != &_tp_tbin_empty &&
       tg->gen == atomic_load_explicit(&_tp_groups[s->group]->gen, memory_order_relaxed) && goes_remote(tc, s, lb)) {
     count_free(tc, s->size);
-    ((uintptr_t *)e.p)[1] = (uintptr_t)r; /* its tag: the bin it is in */
+    *_tp_tag_word(e.p) = (uintptr_t)r; /* its tag: the bin it is in */
     *r->top++ = e;
     return;
   }
@@ -364,7 +364,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
     b->flush_mark = b->nalloc;
     if (_tp_class_trimmed(s->size)) _tp_tcache_trim_tick(tc);
   }
-  ((uintptr_t *)e.p)[1] = (uintptr_t)b; /* its tag: the bin it is in (the free hit tagged it for the bin it found) */
+  *_tp_tag_word(e.p) = (uintptr_t)b; /* its tag: the bin it is in (the free hit tagged it for the bin it found) */
   *b->top++ = e;
 }
 
@@ -394,8 +394,9 @@ static TP_NOINLINE void free_unknown(void *p) {
   invalid_free(p, "not a live block (already freed, or never handed out)");
 }
 
-/* The free hit: the block is checked against its slab (start of a block, live, no tag), then pushed
- * onto this thread's bin when this thread fills from its slab; everything else is one miss. */
+/* The free hit: the block is checked against its slab (start of a block, live) and against the
+ * top of its bin, tagged, then pushed onto this thread's bin when this thread fills from its
+ * slab; everything else is one miss. */
 static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc);
 
 /* Every free of a block in slab s: the checks, then the thread's bin (tc: the calling thread's
@@ -424,7 +425,7 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
     double_free(p);
     return;
   }
-  ((uintptr_t *)p)[1] = (uintptr_t)b;
+  *_tp_tag_word(p) = (uintptr_t)b;
   /* Whether this thread fills from s is data, not a pattern (blocks of 64 B and up cross
    * threads and stay where they are freed, so their slab's filler is either thread): tested on
    * its own before the size, it mispredicted about every other cross-thread free (cachegrind

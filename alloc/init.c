@@ -49,9 +49,10 @@ static void postfork_child(void) {
   _tp_tcache_postfork(1);
 }
 
-/* The key of the tags that blocks in thread caches carry (internal.h, _tp_block_cached): random
- * per process, so that a program's data matches a tag only if it copied one out of a freed
- * block. From getrandom, not AT_RANDOM (whose bytes are glibc's stack and pointer guards). */
+/* The key of the bins' check words (internal.h, _tp_block_cached: a tag is a bin's address, and
+ * the bin holds its address xor this): random per process, so that a word in the metadata
+ * reads as a bin's check only in a bin. From getrandom, not AT_RANDOM (whose bytes are
+ * glibc's stack and pointer guards). */
 static uintptr_t free_key(void) {
   uintptr_t k = 0;
   if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) { /* no entropy yet: mixed */

@@ -598,7 +598,9 @@ typedef struct tp_tcache_s {
  * out of its slab; the tag, whether it is in a cache rather than handed out. Program data
  * holds a bin's address only if it was copied out of a freed block. Nothing the heap relies on
  * lives in user memory. */
-/* Whether the small block at a (live byte 1) is in a thread cache: its second word is the
+/* The word of a small block that holds its tag. */
+static inline uintptr_t *_tp_tag_word(const void *p) { return (uintptr_t *)p + 1; }
+/* Whether the small block at a (live byte 1) is in a thread cache: its tag word is the
  * address of a bin (metadata, tp_tbin_t.check). Stats and malloc_usable_size only (tcache.c). */
 int _tp_block_cached(uintptr_t a) TP_INTERNAL;
 /* Per-process random (init.c): a bin's check word is its address xor this. */

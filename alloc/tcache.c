@@ -243,7 +243,7 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
      * free. Entries with bit 0 were never handed out and carry none. */
     for (unsigned i = 0; i < n; i++) {
       uintptr_t a = (uintptr_t)b->lo[i].p;
-      if (TP_UNLIKELY(!(a & 1) && ((const uintptr_t *)a)[1] != (uintptr_t)b))
+      if (TP_UNLIKELY(!(a & 1) && *_tp_tag_word((void *)a) != (uintptr_t)b))
         _tp_fatal("double free of %p, or a write after its free (its tag was gone when it went back to its slab)", (void *)a);
     }
     _tp_bin_flush(_tp_groups[g], c, b->lo, n);
@@ -292,7 +292,7 @@ void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) {
     _tp_bin_flush(_tp_groups[g], c, &e, 1);
     return;
   }
-  ((uintptr_t *)e.p)[1] = (uintptr_t)r; /* its tag: the bin it is in */
+  *_tp_tag_word(e.p) = (uintptr_t)r; /* its tag: the bin it is in */
   *r->top++ = e;
   if (r->top == r->end) _tp_tbin_flush(tc, g, c, r, 0);
 }
@@ -404,7 +404,7 @@ void _tp_tcache_postfork(int child) {
 }
 
 int _tp_block_cached(uintptr_t a) {
-  uintptr_t w = __atomic_load_n((const uintptr_t *)a + 1, __ATOMIC_RELAXED);
+  uintptr_t w = __atomic_load_n(_tp_tag_word((const void *)a), __ATOMIC_RELAXED);
   if (w == 0 || (w & 7) || !_tp_meta_holds(w, sizeof(tp_tbin_t))) return 0;
   return __atomic_load_n(&((const tp_tbin_t *)w)->check, __ATOMIC_RELAXED) == (w ^ _tp_free_key);
 }

@@ -11,6 +11,7 @@
 
 #include "expect_abort.h"
 #include "internal.h"
+#include "modes.h"
 #include "tlbpack.h"
 
 Test(api, malloc_zero_returns_distinct_pointers) {
@@ -295,6 +296,7 @@ Test(tag, a_block_freed_twice_or_written_after_free_is_reported_when_it_leaves_t
 /* A destroyed group's memory is gone (here given back at once: retain_mb 0); the blocks this
  * thread still caches for it are dropped at the next flush without being read, not checked. */
 Test(tag, a_destroyed_groups_cached_blocks_are_dropped_unread) {
+  TP_NEEDS_NO_THREAD_GROUPS();
   size_t retain = _tp_opt.retain_bytes;
   _tp_opt.retain_bytes = 0;
   tp_group_t *g = tp_group_create("tag-destroyed");
@@ -514,6 +516,7 @@ Test(api, realloc_shrinking_into_a_smaller_class_moves_the_block) {
 /* A medium block that grows takes the free slots after it in place (heap.c, _tp_run_grow):
  * same address, contents kept, its slots counted; where the next slot is taken, it moves. */
 Test(api, realloc_grows_a_medium_block_in_place_while_the_next_slots_are_free) {
+  TP_NEEDS_NO_THREAD_GROUPS();
   size_t before = 0, after = 0;
   tp_stats_t st;
   char *p = tp_malloc(300 << 10); /* 5 slots */

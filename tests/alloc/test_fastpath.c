@@ -9,6 +9,7 @@
 
 #include "expect_abort.h"
 #include "internal.h"
+#include "modes.h"
 #include "tlbpack.h"
 
 static int static_records_untouched(void) {
@@ -175,6 +176,7 @@ static __attribute__((noipa)) void *site_x(size_t n) {
 }
 
 Test(sentinel, a_new_group_gets_its_bins_on_first_use_and_the_hit_needs_no_miss_after) {
+  TP_NEEDS_GROUPS_APART();
   /* Grow site X until it has a group of its own: its slot then points at that group's bins. */
   enum { N = 6000 };
   static void *keep[N];
@@ -274,6 +276,7 @@ Test(sentinel, free_null_takes_the_miss_and_does_nothing) {
 
 /* Start small: a process with well under 1 MiB live takes no huge page at all (pool:auto). */
 Test(start_small, a_small_heap_takes_no_huge_page) {
+  TP_NEEDS_POOL_AUTO();
   enum { N = 4000 };
   static void *p[N];
   size_t bytes = 0;
@@ -296,6 +299,8 @@ Test(start_small, a_small_heap_takes_no_huge_page) {
  * as start_kb of runs needs: with 300 KiB runs (5 slots, 6 to an hpage) that is one more than
  * start_kb / 2 MiB. */
 Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
+  TP_NEEDS_POOL_AUTO();
+  TP_NEEDS_NO_THREAD_GROUPS();
   size_t start = _tp_opt.start_bytes;
   enum { N = 64 };
   static void *p[N];
@@ -316,6 +321,7 @@ Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
 /* Start pages follow carved bytes, not backed hpages: groups that each take an hpage of their
  * own stay on 4 KiB pages while together they hold under start_kb. */
 Test(start_small, groups_of_their_own_under_start_kb_take_no_huge_page) {
+  TP_NEEDS_POOL_AUTO();
   enum { G = 6, N = 5 };
   tp_group_t *g[G];
   static void *p[G][N];
@@ -338,6 +344,7 @@ Test(start_small, groups_of_their_own_under_start_kb_take_no_huge_page) {
 /* A heap of many groups starts on many sparse pages; once it grows, collapsing them adds at
  * most 1/8 of the heap's backed bytes, however many there are. */
 Test(start_small, sparse_start_pages_of_many_groups_add_at_most_an_eighth_when_collapsed) {
+  TP_NEEDS_POOL_AUTO();
   enum { G = 24, N = 40 };
   tp_group_t *g[G];
   tp_hpage_t *page[G];
@@ -368,6 +375,7 @@ Test(start_small, sparse_start_pages_of_many_groups_add_at_most_an_eighth_when_c
  * its start mark goes) once its free room is 1/32 of the heap, however little of it is used;
  * a page with nothing touched is not (test_policy.c). */
 Test(start_small, a_sparse_start_page_is_collapsed_once_its_free_room_is_1_32_of_the_heap) {
+  TP_NEEDS_POOL_AUTO();
   _tp_opt.start_bytes = (size_t)4 << 20; /* two start hpages */
   char *small = tp_malloc(100);
   memset(small, 1, 100);
@@ -390,6 +398,7 @@ Test(start_small, a_sparse_start_page_is_collapsed_once_its_free_room_is_1_32_of
  * it would become resident). Medium blocks (5 slots each): a small block carries its tag from
  * the time it is cached, so the allocator writes the first page of each. */
 Test(start_small, a_start_page_carved_3_4_full_but_untouched_is_not_collapsed) {
+  TP_NEEDS_POOL_AUTO();
   _tp_opt.start_bytes = (size_t)4 << 20;
   enum { K = 6, N = 4 };
   static void *blk[K], *big[N];
@@ -488,6 +497,7 @@ Test(sentinel, realloc_into_a_cached_class_pops_the_groups_bin) {
 /* The kilobyte bins that keep up to 256 KiB are bounded per thread: after TP_BIG_BINS of them
  * (groups x classes), a new one keeps its class's tcache_cap only. */
 Test(sentinel, a_thread_has_at_most_TP_BIG_BINS_large_kilobyte_bins) {
+  TP_NEEDS_NO_THREAD_GROUPS();
   unsigned big = 0, small = 0;
   for (int k = 0; k < 3 * TP_BIG_BINS; k++) {
     tp_group_t *g = tp_group_create("k");
@@ -540,6 +550,7 @@ Test(grow, a_batch_freed_and_allocated_again_cycles_through_a_grown_bin) {
 /* Growth stops at tcache_grow (then the bin flushes half as before), classes over 1 KiB never
  * grow, and a thread grows at most TP_GROWN_BINS bins. */
 Test(grow, bins_grow_within_bounds) {
+  TP_NEEDS_NO_THREAD_GROUPS();
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     const tp_class_t *k = &_tp_classes[c];
     if (k->size > 1024) cr_assert_eq(k->tcache_grow, k->tcache_limit, "class %u grows", k->size);

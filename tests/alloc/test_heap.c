@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "modes.h"
 #include "tlbpack.h"
 
 Test(heap, large_blocks_are_runs_of_huge_pages_with_the_alignment_asked_for) {
@@ -266,6 +267,7 @@ static void *rec_third(void *arg) {
 }
 
 Test(tcache, a_recycled_thread_record_follows_its_new_threads_group) {
+  TP_NEEDS_SITE_GROUPS();
   _tp_opt.group = TP_GROUP_THREAD;
   _tp_opt.site_groups = 1; /* one thread group: the second thread shares group 0 */
   pthread_barrier_init(&rec_has, NULL, 2);
@@ -322,7 +324,7 @@ static void *trim_thread(void *arg) {
 }
 
 Test(tcache, a_kilobyte_bin_left_alone_is_trimmed_and_one_that_cycles_is_not) {
-  if (_tp_opt.group != TP_GROUP_SITE) cr_skip_test("group mode set from outside");
+  TP_NEEDS_SITE_GROUPS();
   unsigned out[4];
   pthread_t t;
   pthread_create(&t, NULL, trim_thread, out);

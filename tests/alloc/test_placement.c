@@ -8,6 +8,7 @@
 
 #include "expect_abort.h"
 #include "internal.h"
+#include "modes.h"
 #include "tlbpack.h"
 
 #define PAGE4K(p) ((uintptr_t)(p) >> 12)
@@ -70,6 +71,7 @@ static __attribute__((noipa)) void *wrapper(size_t n) {
  * nodes, 4 KiB buffers: 256x), each kept in bulk, end up in two groups, while the wrapper's other
  * sizes do not join either; one site whose size varies in a narrow band stays one group. */
 Test(wrapper, a_site_spanning_many_size_classes_is_split_by_class) {
+  TP_NEEDS_SITE_GROUPS();
   enum { N = 4000 };
   static void *nodes[N], *bufs[N], *other[64], *vals[N];
   for (int i = 0; i < 64; i++) other[i] = wrapper(16 + (size_t)(i % 4) * 200); /* 16..616 B */
@@ -96,6 +98,7 @@ Test(wrapper, a_site_spanning_many_size_classes_is_split_by_class) {
  * (z3's buffers, grown from 32 and 48 B, left a slab of each class they passed in those two
  * groups). A whole site's group keeps its blocks through realloc. */
 Test(wrapper, a_block_realloced_out_of_its_class_leaves_the_class_group) {
+  TP_NEEDS_SITE_GROUPS();
   enum { N = 4000 };
   static void *nodes[N], *other[64];
   for (int i = 0; i < 64; i++) other[i] = wrapper(16 + (size_t)(i % 4) * 1400); /* 16..4216 B */
@@ -122,6 +125,7 @@ Test(wrapper, a_block_realloced_out_of_its_class_leaves_the_class_group) {
 /* A new site is young: its first blocks share slabs with other young sites, so that a program
  * of many small sites pays for what it keeps, not for a slab per site and class. */
 Test(site, the_first_blocks_of_two_new_sites_share_a_slab) {
+  TP_NEEDS_NO_THREAD_GROUPS();
   void *a = site_a(48), *b = site_b(48);
   cr_assert_eq(group_of_block(a), TP_SHARED_GROUP, "a new site starts on the shared group");
   cr_assert_eq(group_of_block(b), TP_SHARED_GROUP);
@@ -133,6 +137,7 @@ Test(site, the_first_blocks_of_two_new_sites_share_a_slab) {
 /* Once both sites have shown that they keep memory (each well past a slab's worth), each has
  * a group of its own and their blocks never share a page again. */
 Test(site, objects_from_two_grown_call_sites_never_share_a_4k_page) {
+  TP_NEEDS_SITE_GROUPS();
   enum { WARM = 4000, N = 3000 };
   static void *wa[WARM], *wb[WARM], *a[N], *b[N];
   for (int i = 0; i < WARM; i++) {
@@ -158,6 +163,7 @@ Test(site, objects_from_two_grown_call_sites_never_share_a_4k_page) {
 }
 
 Test(site, a_hot_site_is_packed_apart_from_interleaved_cold_buffers) {
+  TP_NEEDS_SITE_GROUPS();
   enum { N = 60000 };
   static void *hot[N];
   static void *cold[N / 10];
@@ -260,6 +266,7 @@ Test(group, destroy_frees_every_object_and_returns_the_pages) {
  * collapsed within the start policy's budget); its pages are its own all the same, and the
  * page becomes a huge page once the group takes a second one. */
 Test(group, many_small_explicit_groups_do_not_take_a_huge_page_each) {
+  TP_NEEDS(_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_4K, "explicit groups starting on 4 KiB pages (not pool:thp or pool:hugetlbfs)");
   enum { G = 200, K = 10 };
   static void *blk[G][K];
   static tp_group_t *gr[G];
@@ -324,6 +331,7 @@ Test(group, null_group_means_the_default_placement) {
 }
 
 Test(site, groups_are_bounded_and_later_sites_share_group_zero) {
+  TP_NEEDS_SITE_GROUPS();
   unsigned bound = _tp_opt.site_groups, distinct_ids = 0, shared = 0;
   static unsigned char seen[TP_MAX_GROUPS];
   for (uintptr_t i = 0; i < bound + 50; i++) {
@@ -423,6 +431,7 @@ Test(arena, interior_pointer_aborts) {
 static unsigned long long lcg(unsigned long long *s) { return *s = *s * 6364136223846793005ull + 1442695040888963407ull; }
 
 Test(adopt, a_site_that_replaces_an_idle_sites_entries_joins_its_group) {
+  TP_NEEDS_GROUPS_APART();
   enum { N = 10000 };
   static void *slot[N];
   unsigned long long s = 1;
@@ -443,6 +452,7 @@ Test(adopt, a_site_that_replaces_an_idle_sites_entries_joins_its_group) {
 }
 
 Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
+  TP_NEEDS_SITE_GROUPS();
   enum { N = 60000, RING = 32 };
   static void *hot[N];
   void *ring[RING] = {0};
@@ -467,6 +477,7 @@ Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
 static unsigned slab_group(void *p) { return group_of_block(p); }
 
 Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own) {
+  TP_NEEDS_SITE_GROUPS();
   _tp_opt.exclusive_bytes = (size_t)192 << 10; /* not the default: the option sets the point */
   enum { SITES = 4, MAXN = 40000, GROW = 20000 };
   static void *mine[MAXN], *grow[SITES][GROW];
@@ -532,6 +543,7 @@ Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own)
  * allocations of that class before it carves slabs of its own; a class without such holes
  * gets the site's own slabs. */
 Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
+  TP_NEEDS_SITE_GROUPS();
   enum { N = 6 * 585 }; /* six slabs of class 112 */
   static void *blk[N];
   for (int i = 0; i < N; i++) blk[i] = _tp_alloc(104, 0, TP_SHARED_GROUP, 0);
@@ -568,6 +580,7 @@ static int shared_slabs_on(tp_hpage_t *h) {
 }
 
 Test(site, the_shared_group_fills_an_idle_groups_huge_page_before_taking_a_new_one) {
+  TP_NEEDS_GROUPS_APART();
   _tp_opt.pool = TP_POOL_THP; /* huge pages from here on, pool or not: 4 KiB-backed pages are not lent */
   _tp_opt.exclusive_bytes = (size_t)64 << 10;
   uintptr_t site = 0x680000;
@@ -635,6 +648,7 @@ static size_t heap_holes(void) {
 }
 
 Test(site, an_exclusive_group_fills_other_groups_holes_before_taking_a_new_page) {
+  TP_NEEDS_GROUPS_APART();
   _tp_opt.pool = TP_POOL_THP;
   _tp_opt.exclusive_bytes = (size_t)64 << 10;
   enum { NB = 4 * 128, MAXN = 40000 }; /* 16 KiB blocks, four per slab: 128 slabs, four pages */

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "modes.h"
 
 static struct {
   size_t reserves, backs, decommits, promotes;
@@ -109,6 +110,7 @@ Test(runs, release_undoes_page_map_slab_bytes_slots_and_backing) {
 }
 
 Test(runs, a_group_becomes_exclusive_past_exclusive_bytes_and_then_owns_its_hpages) {
+  TP_NEEDS_GROUPS_APART();
   tp_slab_t *a = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);
   cr_assert_eq(g->exclusive, 0);
   tp_slab_t *b = _tp_run_new(g, TP_SLAB_MEDIUM, 4, 0, TP_BIG_META, 0);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "modes.h"
 #include "tlbpack.h"
 
 enum { SIDE_N = 200 };
@@ -24,6 +25,7 @@ static void *side_alloc(void *arg) {
   return NULL;
 }
 Test(threads, two_threads_of_one_site_group_fill_from_slabs_of_their_own) {
+  TP_NEEDS_SITE_GROUPS();
   unsigned g = TP_SHARED_GROUP;
   for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(side_site, 64 << 10);
   cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
@@ -79,6 +81,7 @@ static unsigned word_of(void *p) {
   return (unsigned)(((uintptr_t)p - s->base) / s->size / 64);
 }
 Test(threads, another_live_threads_slab_gives_only_words_it_holds_nothing_in) {
+  TP_NEEDS_SITE_GROUPS();
   unsigned g = TP_SHARED_GROUP;
   for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(words_site, 64 << 10);
   cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
@@ -124,6 +127,7 @@ static void *scratch_thread(void *arg) {
   return (void *)(intptr_t)reused;
 }
 Test(threads, a_small_block_freed_by_another_thread_is_not_reused_there) {
+  TP_NEEDS_NO_THREAD_GROUPS();
   cr_assert(_tp_policy_free_remote(16) && _tp_policy_free_remote(48), "blocks sharing a line are cached by the freeing thread");
   cr_assert(!_tp_policy_free_remote(64) && !_tp_policy_free_remote(128), "line-sized blocks go back to the slab");
   scratch_given[0] = tp_malloc(16);
@@ -179,6 +183,7 @@ static void *fork_filler(void *arg) {
   return NULL;
 }
 Test(threads, a_fork_child_reuses_the_slabs_of_threads_it_did_not_inherit) {
+  TP_NEEDS_NO_THREAD_GROUPS();
   pthread_t t;
   pthread_barrier_init(&fork_bar, NULL, 2);
   pthread_create(&t, NULL, fork_filler, NULL);

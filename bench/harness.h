@@ -180,6 +180,8 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n);
 void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n);
 /* Checks the targets of issues 4 and 5 against the figures; one line each: met / missed / n/a. */
 void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n);
+/* The prog-* rows' geomeans against the overall targets on programs (called by tb_write_targets). */
+void tb_write_program_targets(FILE *f, const tb_cell_t *cells, size_t n);
 /* .dat + .gp + .png per plot in dir; returns the number of PNGs made (0 without gnuplot). */
 int tb_write_plots(const char *dir, const tb_cell_t *cells, size_t n);
 

@@ -319,6 +319,43 @@ void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n) {
     target(f, "peak RSS, tlbpack / jemalloc", wl, je ? tb_ratio(c->rss_med, je->rss_med) : NAN, 1.2, 0);
   }
   if (!any) fprintf(f, "- [n/a] no tlbpack cell ran (libtlbpack.so missing or not selected): no target can be checked\n");
+  tb_write_program_targets(f, cells, n);
+}
+
+/* Programs in general (the prog-* rows): geomeans over the programs that ran under tlbpack and
+ * jemalloc (and tcmalloc, for its time), against issue 11's overall targets: time geomean at or
+ * under tcmalloc's, no program over 1.1x jemalloc's time, memory geomean at or under jemalloc's. */
+void tb_write_program_targets(FILE *f, const tb_cell_t *cells, size_t n) {
+  double lt = 0, lm = 0, ltc = 0, worst = NAN;
+  int np = 0, ntc = 0;
+  const char *worst_wl = "";
+  for (size_t i = 0; i < n; i++) {
+    const tb_cell_t *c = &cells[i];
+    if (strcmp(c->a->name, "tlbpack") != 0 || strncmp(c->w->name, "prog-", 5) != 0) continue;
+    const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc"), *tc = tb_peer(cells, n, c, "tcmalloc");
+    double t = je ? tb_ratio(c->ns_med, je->ns_med) : NAN, m = je ? tb_ratio(c->rss_med, je->rss_med) : NAN;
+    if (isnan(t) || isnan(m) || t <= 0 || m <= 0) continue;
+    np++;
+    lt += log(t);
+    lm += log(m);
+    if (isnan(worst) || t > worst) worst = t, worst_wl = c->w->name;
+    double tt = tc ? tb_ratio(tc->ns_med, je->ns_med) : NAN;
+    if (!isnan(tt) && tt > 0) ntc++, ltc += log(tt);
+  }
+  if (np == 0) return;
+  char what[128];
+  snprintf(what, sizeof what, "time geomean over %d programs, tlbpack / jemalloc", np);
+  target(f, what, "programs", exp(lt / np), 1.0, 0);
+  if (ntc == np) {
+    snprintf(what, sizeof what, "time geomean over %d programs, tlbpack / tcmalloc", np);
+    target(f, what, "programs", exp((lt - ltc) / np), 1.0, 0);
+  } else {
+    fprintf(f, "- [n/a] programs: time geomean, tlbpack / tcmalloc: tcmalloc did not run every program\n");
+  }
+  snprintf(what, sizeof what, "slowest program (%s), tlbpack / jemalloc", worst_wl);
+  target(f, what, "programs", worst, 1.1, 0);
+  snprintf(what, sizeof what, "peak RSS + hugetlb geomean over %d programs, tlbpack / jemalloc", np);
+  target(f, what, "programs", exp(lm / np), 1.0, 0);
 }
 
 /* ---- plots -------------------------------------------------------------------------------- */

@@ -170,6 +170,25 @@ const tb_workload_t tb_workloads[] = {
    {"--keys 2000 --lookups 5000", "--keys 100000 --lookups 300000", "--keys 600000 --lookups 2000000"}, 0, 0,
    "perl building a hash of 100-byte strings (demo 100 k keys, ~30 MB; full 600 k), then random lookups",
    "perl", "no trace: perl's memory accesses are not recorded", NULL, 3, "lookup", NULL, NULL, {0}},
+  /* Programs in general (wl_programs): each run whole, time and peak RSS + hugetlb side by side.
+   * Not in the demo; a program not installed skips its row. */
+#define TB_PROG(nm, p, need, tiny, demo, full, what)                                              \
+  {nm, "wl_programs", {"--prog " p " --ops 1 --n " tiny, "--prog " p " --ops 1 --n " demo,       \
+                       "--prog " p " --ops 1 --n " full}, 0, 0, what, need,                    \
+   "no trace: a program run whole (time and memory only)", NULL, 0, "run", NULL, NULL, {0}}
+  TB_PROG("prog-python", "python", "python3", "2000", "150000", "600000",
+          "python3 building a dict of --n entries (a list, a string and a dict each) and sorting it (ns per run)"),
+  TB_PROG("prog-perl", "perl", "perl", "2000", "200000", "800000",
+          "perl building a hash of --n strings of 0-59 bytes and sorting its keys (ns per run)"),
+  TB_PROG("prog-lua", "lua", "lua5.4", "2000", "300000", "1200000",
+          "lua5.4 building a table of --n records and an index of a third of them (ns per run)"),
+  TB_PROG("prog-sqlite", "sqlite", "sqlite3", "2000", "150000", "600000",
+          "sqlite3 in memory inserting --n rows into a table with a text index, one transaction (ns per run)"),
+  TB_PROG("prog-z3", "z3", "z3", "20000", "300000", "600000",
+          "z3 solving a random integer constraint problem of --n/2500 variables, --n/750 clauses (ns per run)"),
+  TB_PROG("prog-gs", "gs", "gs", "3000", "300000", "1200000",
+          "Ghostscript rendering --n/30 random filled polygons at 150 dpi (ns per run)"),
+#undef TB_PROG
   /* 4 GiB at full scale: about 67 M mallocs and 4 GiB written per run (a few seconds each). */
   {.name = "gpages", .prog = "wl_gpages",
    .args = {"--heap-mb 64 --lookups 20000", "--heap-mb 1024 --lookups 1000000", "--heap-mb 4096 --lookups 2000000"},

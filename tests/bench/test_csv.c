@@ -157,6 +157,55 @@ Test(targets, without_a_tlbpack_cell_say_so) {
   free(buf);
 }
 
+/* Programs in general: two prog-* rows under tlbpack, jemalloc and tcmalloc. tlbpack / jemalloc
+ * time 0.5 and 1.2 (geomean 0.775, the slowest 1.2), tcmalloc / jemalloc 0.8 and 0.9; memory
+ * 0.9 and 1.6 (geomean 1.2). */
+static tb_workload_t wp1 = {.name = "prog-a"}, wp2 = {.name = "prog-b"};
+static tb_alloc_t tc = {.name = "tcmalloc"};
+static tb_cell_t pcells[6];
+static void fill_programs(void) {
+  const tb_workload_t *ws[] = {&wp1, &wp1, &wp1, &wp2, &wp2, &wp2};
+  const tb_alloc_t *as[] = {&je, &tp, &tc, &je, &tp, &tc};
+  double ns[] = {1000, 500, 800, 1000, 1200, 900}, kb[] = {1000, 900, 1000, 1000, 1000, 1000},
+         huge[] = {0, 0, 0, 0, 600, 0};
+  for (int i = 0; i < 6; i++) {
+    tb_cell_init(&pcells[i], ws[i], as[i]);
+    char line[256];
+    snprintf(line, sizeof line, "RESULT workload=%s ns_per_op=%.0f peak_rss_kb=%.0f hugetlb_kb=%.0f malloc_from=x",
+             ws[i]->name, ns[i], kb[i], huge[i]);
+    tb_kv_t kv;
+    const char *why;
+    cr_assert_eq(tb_parse_result(line, &kv, &why), 0);
+    tb_cell_add_run(&pcells[i], &kv);
+  }
+  tb_summarize(pcells, 6);
+}
+static void ptargets(FILE *f, void *arg) { tb_write_targets(f, pcells, 6); }
+Test(targets, programs_are_judged_by_geomeans_against_jemalloc_and_tcmalloc) {
+  fill_programs();
+  char *s = capture(ptargets, NULL);
+  cr_assert(strstr(s, "[met] programs: time geomean over 2 programs, tlbpack / jemalloc = 0.77"), "%s", s);
+  /* tlbpack / tcmalloc: sqrt(0.5 * 1.2) / sqrt(0.8 * 0.9) = 0.913 */
+  cr_assert(strstr(s, "[met] programs: time geomean over 2 programs, tlbpack / tcmalloc = 0.91"), "%s", s);
+  cr_assert(strstr(s, "[MISSED] programs: slowest program (prog-b), tlbpack / jemalloc = 1.20 (target <= 1.10)"), "%s", s);
+  cr_assert(strstr(s, "[MISSED] programs: peak RSS + hugetlb geomean over 2 programs, tlbpack / jemalloc = 1.20"),
+            "hugetlb pages count: %s", s);
+  free(s);
+}
+
+Test(targets, programs_without_tcmalloc_say_so) {
+  fill_programs();
+  tb_cell_t two[4] = {pcells[0], pcells[1], pcells[3], pcells[4]};
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  tb_write_targets(f, two, 4);
+  fclose(f);
+  cr_assert(strstr(buf, "[n/a] programs: time geomean, tlbpack / tcmalloc: tcmalloc did not run every program"), "%s", buf);
+  cr_assert(strstr(buf, "time geomean over 2 programs, tlbpack / jemalloc = 0.77"), "%s", buf);
+  free(buf);
+}
+
 Test(format, nan_prints_as_na) {
   char b[16];
   cr_assert_str_eq(tb_fmt(b, sizeof b, NAN, 2), "n/a");

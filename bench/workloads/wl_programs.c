@@ -1,0 +1,219 @@
+/* Real programs run whole under the allocator under test (inherited through LD_PRELOAD), one
+ * after another: python3, perl, lua5.4, sqlite3, z3 and gs, each on an input this workload
+ * writes (seeded, so every allocator gets the same one) with --n items:
+ *
+ *   --prog python  a dict of n entries (a list, a string, a dict each), sorted by its strings
+ *   --prog perl    a hash of n strings of 0-59 bytes, its keys sorted
+ *   --prog lua     a table of n records (a string key, a string value), a third of them indexed
+ *   --prog sqlite  sqlite3 in memory: n rows of a table with a text index, inserted in one
+ *                  transaction
+ *   --prog z3      an integer constraint problem of n/2500 variables and n/750 clauses
+ *   --prog gs      Ghostscript rendering n/30 filled random polygons at 150 dpi
+ *
+ * ns_per_op = wall time per run (spawn to exit, output discarded). Memory: the largest RSS +
+ * hugetlb pages any run reached, sampled from /proc/PID/status every millisecond (hugetlb pages
+ * have no kernel-kept peak) and never below the run's kernel-kept peak RSS (wait4). These rows
+ * measure the issue's target on programs in general: time against tcmalloc and jemalloc, memory
+ * against jemalloc. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "wl_common.h"
+
+extern char **environ;
+
+static const char *prog = "python";
+static unsigned long n_items = 300000, n_ops = 3;
+static char dir[64];
+
+static void write_file(const char *name, const char *text) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) wl_die("cannot write %s: %s", path, strerror(errno));
+}
+
+/* The argv being built: arg() appends one word. */
+static char words[8][160];
+static char *cmd_argv[9];
+static int n_words;
+static void arg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void arg(const char *fmt, ...) {
+  if (n_words == 8) wl_die("too many arguments");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(words[n_words], sizeof words[0], fmt, ap);
+  va_end(ap);
+  cmd_argv[n_words] = words[n_words];
+  cmd_argv[++n_words] = NULL;
+}
+
+/* The input of each program; returns the argv to run (paths inside dir). */
+static char **setup(void) {
+  static char text[1 << 16];
+  uint64_t s = wl_seed;
+  if (!strcmp(prog, "python")) {
+    snprintf(text, sizeof text,
+             "d = {}\nfor i in range(%lu): d[str(i)] = [i, str(i) * 3, {'a': i}]\n"
+             "l = sorted(d.values(), key=lambda v: v[1])\nprint(len(l))\n", n_items);
+    write_file("p.py", text);
+    /* Debian's, not a version manager's shim on PATH (pyenv's re-executes: 0.3 s a start) */
+    arg("%s", access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3");
+    arg("%s/p.py", dir);
+  } else if (!strcmp(prog, "perl")) {
+    snprintf(text, sizeof text,
+             "my %%h; $h{$_} = \"x\" x ($_ %% 60) for 1..%lu; my @k = sort keys %%h; print scalar(@k), \"\\n\";\n",
+             n_items);
+    write_file("p.pl", text);
+    arg("perl");
+    arg("%s/p.pl", dir);
+  } else if (!strcmp(prog, "lua")) {
+    snprintf(text, sizeof text,
+             "local t = {} for i = 1, %lu do t[i] = {k = tostring(i), v = string.rep('x', i %% 50)} end\n"
+             "local s = {} for i = 1, %lu, 3 do s[t[i].k] = t[i] end\n"
+             "local n = 0 for k, v in pairs(s) do n = n + #v.v end print(n)\n", n_items, n_items);
+    write_file("p.lua", text);
+    arg("lua5.4");
+    arg("%s/p.lua", dir);
+  } else if (!strcmp(prog, "sqlite")) {
+    snprintf(text, sizeof text,
+             "create table t(a integer primary key, b text, c int);\ncreate index tb on t(b);\nbegin;\n"
+             "with recursive n(i) as (select 0 union all select i + 1 from n where i < %lu)\n"
+             "insert into t(b, c) select printf('%%08x%%08x-%%d', (i * 2654435761) %% 4294967296,"
+             " (i * 40503 + 7) %% 4294967296, i), i from n;\ncommit;\nselect count(*) from t;\n",
+             n_items - 1);
+    write_file("p.sql", text);
+    arg("sqlite3");
+    arg(":memory:");
+    arg("-init");
+    arg("%s/p.sql", dir);
+    arg(".quit");
+  } else if (!strcmp(prog, "z3")) {
+    unsigned long vars = n_items / 2500 < 8 ? 8 : n_items / 2500, clauses = n_items / 750 < 16 ? 16 : n_items / 750;
+    size_t len = 0;
+    for (unsigned long v = 0; v < vars; v++)
+      len += (size_t)snprintf(text + len, sizeof text - len, "(declare-const x%lu Int)\n", v);
+    for (unsigned long c = 0; c < clauses && len < sizeof text - 200; c++) {
+      unsigned long x = wl_rand(&s) % vars, y = wl_rand(&s) % vars, z = wl_rand(&s) % vars;
+      long k1 = (long)wl_rand_range(&s, 0, 100) - 50, k2 = (long)wl_rand_range(&s, 0, 100) - 50;
+      len += (size_t)snprintf(text + len, sizeof text - len,
+                              "(assert (or (< (+ x%lu x%lu) %ld) (> (- x%lu x%lu) %ld) (= (* 2 x%lu) (+ x%lu %lu))))\n",
+                              x, y, k1, y, z, k2, z, x, (unsigned long)wl_rand_range(&s, 0, 7));
+    }
+    for (unsigned long v = 0; v < vars && len < sizeof text - 100; v++)
+      len += (size_t)snprintf(text + len, sizeof text - len, "(assert (and (>= x%lu -100) (<= x%lu 100)))\n", v, v);
+    if (len >= sizeof text - 40) wl_die("--n %lu is too large for z3's input", n_items);
+    snprintf(text + len, sizeof text - len, "(check-sat)\n(get-model)\n");
+    write_file("p.smt2", text);
+    arg("z3");
+    arg("%s/p.smt2", dir);
+  } else if (!strcmp(prog, "gs")) {
+    snprintf(text, sizeof text,
+             "%%!PS\n%lu srand\n/r { rand 600 mod 24 add } def\n"
+             "1 1 %lu { pop newpath r r moveto 6 { r r lineto } repeat closepath rand 100 mod 100 div setgray fill } for\n"
+             "showpage\n", wl_seed % 100000, n_items / 30 < 1 ? 1 : n_items / 30);
+    write_file("p.ps", text);
+    arg("gs");
+    arg("-q");
+    arg("-dNOPAUSE");
+    arg("-dBATCH");
+    arg("-sDEVICE=png16m");
+    arg("-r150");
+    arg("-sOutputFile=/dev/null");
+    arg("%s/p.ps", dir);
+  } else {
+    wl_die("--prog must be python, perl, lua, sqlite, z3 or gs, got '%s'", prog);
+  }
+  return cmd_argv;
+}
+
+static long field_kb(const char *text, const char *key) {
+  const char *p = strstr(text, key);
+  return p ? strtol(p + strlen(key), NULL, 10) : 0;
+}
+
+/* One run: its wall time; *rss_kb and *huge_kb at its largest sampled RSS + hugetlb. */
+static double run_once(char **argv, long *rss_kb, long *huge_kb) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  double t0 = wl_now_ns();
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) wl_die("cannot run %s: %s", argv[0], strerror(rc));
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  long best_rss = 0, best_huge = 0;
+  int st = 0;
+  struct rusage ru;
+  for (;;) {
+    pid_t w = wait4(pid, &st, WNOHANG, &ru);
+    if (w == pid) break;
+    if (w < 0) wl_die("wait4 %s: %s", argv[0], strerror(errno));
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+      char text[4096];
+      ssize_t k = read(fd, text, sizeof text - 1);
+      close(fd);
+      if (k > 0) {
+        text[k] = 0;
+        long r = field_kb(text, "VmRSS:"), h = field_kb(text, "HugetlbPages:");
+        if (r + h > best_rss + best_huge) best_rss = r, best_huge = h;
+      }
+    }
+    usleep(1000);
+  }
+  double ns = wl_now_ns() - t0;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    wl_die("%s exited with %s %d", argv[0], WIFEXITED(st) ? "status" : "signal",
+           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  if (ru.ru_maxrss > best_rss) best_rss = ru.ru_maxrss; /* the kernel's peak RSS, between samples */
+  *rss_kb = best_rss;
+  *huge_kb = best_huge;
+  return ns;
+}
+
+int main(int argc, char **argv) {
+  const wl_flag_t flags[] = {
+    {"prog", "python, perl, lua, sqlite, z3 or gs", 's', &prog},
+    {"n", "items of the program's input (see the file's comment)", 'u', &n_items},
+    {"ops", "runs, one after another", 'u', &n_ops},
+    {NULL, NULL, 0, NULL}};
+  wl_parse_flags("wl_programs", argc, argv, flags);
+  if (n_ops < 1 || n_items < 1) wl_die("--ops and --n must be at least 1");
+  snprintf(dir, sizeof dir, "/tmp/wl_programs_XXXXXX");
+  if (mkdtemp(dir) == NULL) wl_die("mkdtemp: %s", strerror(errno));
+  char **cmd = setup();
+  long peak_rss = 0, peak_huge = 0;
+  double total = 0;
+  for (unsigned long i = 0; i < n_ops; i++) {
+    long r, h;
+    total += run_once(cmd, &r, &h);
+    if (r + h > peak_rss + peak_huge) peak_rss = r, peak_huge = h;
+  }
+  const char *files[] = {"p.py", "p.pl", "p.lua", "p.sql", "p.smt2", "p.ps"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+  wl_peak_rss_override_kb = peak_rss;
+  wl_hugetlb_override_kb = peak_huge;
+  char name[32], extra[160];
+  snprintf(name, sizeof name, "prog-%s", prog);
+  snprintf(extra, sizeof extra, "ns_per_op=%.2f op=run ops=%lu n=%lu", total / (double)n_ops, n_ops, n_items);
+  wl_result(name, extra, NULL);
+  return 0;
+}

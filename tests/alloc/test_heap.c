@@ -267,7 +267,7 @@ static void *rec_third(void *arg) {
 }
 
 Test(tcache, a_recycled_thread_record_follows_its_new_threads_group) {
-  TP_NEEDS_SITE_GROUPS();
+  TP_NEEDS_NO_THREAD_GROUPS(); /* it switches to group:thread itself, with one thread group */
   _tp_opt.group = TP_GROUP_THREAD;
   _tp_opt.site_groups = 1; /* one thread group: the second thread shares group 0 */
   pthread_barrier_init(&rec_has, NULL, 2);

@@ -335,8 +335,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
   if (r != NULL && r->top + 1 < r->end && !tc->dead && lb != &_tp_tbin_empty &&
       tg->gen == atomic_load_explicit(&_tp_groups[s->group]->gen, memory_order_relaxed) && goes_remote(tc, s, lb)) {
     count_free(tc, s->size);
-    *_tp_tag_word(e.p) = (uintptr_t)r; /* its tag: the bin it is in */
-    *r->top++ = e;
+    _tp_tbin_push(r, e);
     return;
   }
   tc = _tp_tcache_get();
@@ -364,8 +363,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
     b->flush_mark = b->nalloc;
     if (_tp_class_trimmed(s->size)) _tp_tcache_trim_tick(tc);
   }
-  *_tp_tag_word(e.p) = (uintptr_t)b; /* its tag: the bin it is in (the free hit tagged it for the bin it found) */
-  *b->top++ = e;
+  _tp_tbin_push(b, e); /* retagged: the free hit tagged it for the bin it found */
 }
 
 /* Not the start of a small block: a medium, large or arena block, or an invalid free. */

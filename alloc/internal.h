@@ -600,6 +600,12 @@ typedef struct tp_tcache_s {
  * lives in user memory. */
 /* The word of a small block that holds its tag. */
 static inline uintptr_t *_tp_tag_word(const void *p) { return (uintptr_t *)p + 1; }
+/* A freed block onto bin b, which has room: tagged with b's address, then pushed (the free
+ * hit does the same in two steps, the tag before it knows whether the block stays). */
+static inline void _tp_tbin_push(tp_tbin_t *b, tp_entry_t e) {
+  *_tp_tag_word(e.p) = (uintptr_t)b;
+  *b->top++ = e;
+}
 /* Whether the small block at a (live byte 1) is in a thread cache: its tag word is the
  * address of a bin (metadata, tp_tbin_t.check). Stats and malloc_usable_size only (tcache.c). */
 int _tp_block_cached(uintptr_t a) TP_INTERNAL;

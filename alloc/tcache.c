@@ -292,8 +292,7 @@ void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) {
     _tp_bin_flush(_tp_groups[g], c, &e, 1);
     return;
   }
-  *_tp_tag_word(e.p) = (uintptr_t)r; /* its tag: the bin it is in */
-  *r->top++ = e;
+  _tp_tbin_push(r, e);
   if (r->top == r->end) _tp_tbin_flush(tc, g, c, r, 0);
 }
 

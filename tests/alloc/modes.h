@@ -29,5 +29,10 @@
 #define TP_NEEDS_NO_THREAD_GROUPS() TP_NEEDS(_tp_opt.group != TP_GROUP_THREAD, "groups other than thread groups (not group:thread)")
 /* pool:auto, the only mode that starts small on 4 KiB pages. */
 #define TP_NEEDS_POOL_AUTO() TP_NEEDS(_tp_opt.pool == TP_POOL_AUTO, "pool:auto (start small on 4 KiB pages)")
+/* A small heap on 4 KiB pages: pool:auto (starting small) or pool:4k, not the pools that take
+ * huge pages from the first byte. */
+#define TP_NEEDS_SMALL_HEAP_ON_4K()                                                             \
+  TP_NEEDS(_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_4K,                          \
+           "a small heap on 4 KiB pages (not pool:thp or pool:hugetlbfs)")
 
 #endif

@@ -276,7 +276,7 @@ Test(sentinel, free_null_takes_the_miss_and_does_nothing) {
 
 /* Start small: a process with well under 1 MiB live takes no huge page at all (pool:auto). */
 Test(start_small, a_small_heap_takes_no_huge_page) {
-  TP_NEEDS(_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_4K, "a small heap on 4 KiB pages (not pool:thp or pool:hugetlbfs)");
+  TP_NEEDS_SMALL_HEAP_ON_4K();
   enum { N = 4000 };
   static void *p[N];
   size_t bytes = 0;
@@ -321,7 +321,7 @@ Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
 /* Start pages follow carved bytes, not backed hpages: groups that each take an hpage of their
  * own stay on 4 KiB pages while together they hold under start_kb. */
 Test(start_small, groups_of_their_own_under_start_kb_take_no_huge_page) {
-  TP_NEEDS(_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_4K, "a small heap on 4 KiB pages (not pool:thp or pool:hugetlbfs)");
+  TP_NEEDS_SMALL_HEAP_ON_4K();
   enum { G = 6, N = 5 };
   tp_group_t *g[G];
   static void *p[G][N];

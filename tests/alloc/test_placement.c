@@ -266,7 +266,7 @@ Test(group, destroy_frees_every_object_and_returns_the_pages) {
  * collapsed within the start policy's budget); its pages are its own all the same, and the
  * page becomes a huge page once the group takes a second one. */
 Test(group, many_small_explicit_groups_do_not_take_a_huge_page_each) {
-  TP_NEEDS(_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_4K, "explicit groups starting on 4 KiB pages (not pool:thp or pool:hugetlbfs)");
+  TP_NEEDS_SMALL_HEAP_ON_4K();
   enum { G = 200, K = 10 };
   static void *blk[G][K];
   static tp_group_t *gr[G];

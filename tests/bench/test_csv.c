@@ -193,14 +193,11 @@ Test(targets, programs_are_judged_by_geomeans_against_jemalloc_and_tcmalloc) {
   free(s);
 }
 
+static void ptargets4(FILE *f, void *cells4) { tb_write_targets(f, cells4, 4); }
 Test(targets, programs_without_tcmalloc_say_so) {
   fill_programs();
   tb_cell_t two[4] = {pcells[0], pcells[1], pcells[3], pcells[4]};
-  char *buf = NULL;
-  size_t n = 0;
-  FILE *f = open_memstream(&buf, &n);
-  tb_write_targets(f, two, 4);
-  fclose(f);
+  char *buf = capture(ptargets4, two);
   cr_assert(strstr(buf, "[n/a] programs: time geomean, tlbpack / tcmalloc: tcmalloc did not run every program"), "%s", buf);
   cr_assert(strstr(buf, "time geomean over 2 programs, tlbpack / jemalloc = 0.77"), "%s", buf);
   free(buf);

@@ -302,6 +302,11 @@ void wl_smaps_copy(void) {
 }
 
 /* ---- result ------------------------------------------------------------------------------- */
+long wl_status_field(const char *text, const char *key) {
+  const char *p = strstr(text, key);
+  return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
 static long wl_status_kb(const char *key) {
   int fd = open("/proc/self/status", O_RDONLY);
   if (fd < 0) return -1;
@@ -310,8 +315,8 @@ static long wl_status_kb(const char *key) {
   close(fd);
   if (n <= 0) return -1;
   buf[n] = 0;
-  char *p = strstr(buf, key);
-  return p ? strtol(p + strlen(key), NULL, 10) : 0;
+  long v = wl_status_field(buf, key);
+  return v < 0 ? 0 : v; /* no such field (a kernel without hugetlb): none */
 }
 
 static long wl_hugetlb_peak_kb;

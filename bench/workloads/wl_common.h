@@ -98,6 +98,10 @@ void wl_note_peak(void);
  * under test serves a child program, e.g. redis-server, says which object the child's malloc is). */
 extern const char *wl_malloc_from_override;
 
+/* The number after key ("VmHWM:", "HugetlbPages:") in the text of a /proc/PID/status, or -1
+ * when the text has no such field. */
+long wl_status_field(const char *text, const char *key);
+
 /* Dies with "PROG: message" on stderr, exit 1 (allocation failure and the like). */
 void wl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 

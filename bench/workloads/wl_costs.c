@@ -43,11 +43,11 @@
  * No trace: these measure time and memory, not placement. */
 #define _GNU_SOURCE
 #include "wl_common.h"
+#include "wl_foreign.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +56,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
 
 static unsigned long n_ops = 2000000, n_keep = 36;
 static const char *mode = "sites", *prog = "/usr/bin/python3,-c,pass", *label;
@@ -319,22 +318,10 @@ static char **split(const char *cmd) {
 }
 
 static int run_child(char **argv, int out_fd) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-  else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) wl_die("cannot run %s: %s", argv[0], strerror(rc));
+  pid_t pid = wl_spawn_quiet(argv, out_fd);
   int st;
   if (waitpid(pid, &st, 0) != pid) wl_die("waitpid %s failed", argv[0]);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static long status_field(const char *text, const char *key) {
-  const char *p = strstr(text, key);
-  return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
 static double run_startup(void) {
@@ -357,8 +344,8 @@ static double run_startup(void) {
     ssize_t n = pread(fd, text, sizeof text - 1, 0);
     close(fd);
     if (n <= 0) wl_die("python3 printed no status");
-    wl_peak_rss_override_kb = status_field(text, "VmHWM:");
-    wl_hugetlb_override_kb = status_field(text, "HugetlbPages:");
+    wl_peak_rss_override_kb = wl_status_field(text, "VmHWM:");
+    wl_hugetlb_override_kb = wl_status_field(text, "HugetlbPages:");
   } else {
     struct rusage ru;
     getrusage(RUSAGE_CHILDREN, &ru);

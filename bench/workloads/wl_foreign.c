@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,18 @@ long wl_status_kb(pid_t pid, const char *key) {
     if (!strncmp(line, key, n)) { v = strtol(line + n, NULL, 10); break; }
   fclose(f);
   return v;
+}
+
+pid_t wl_spawn_quiet(char *const argv[], int out_fd) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) wl_die("cannot run %s: %s", argv[0], strerror(rc));
+  return pid;
 }
 
 const char *wl_last_line(const char *path) {

@@ -63,6 +63,9 @@ void wl_child_close_input(wl_child_t *c);
 void wl_child_finish(wl_child_t *c, double timeout_s, struct rusage *ru);
 /* A kB field of /proc/PID/status ("VmHWM:", "HugetlbPages:"), or -1. */
 long wl_status_kb(pid_t pid, const char *key);
+/* Starts argv[0] (looked up on PATH) with this environment, its stdout on out_fd (-1:
+ * /dev/null); dies, naming it, when it cannot be started. Returns its pid. */
+pid_t wl_spawn_quiet(char *const argv[], int out_fd);
 /* The last non-empty line of a file (a log), for messages. */
 const char *wl_last_line(const char *path);
 

@@ -18,7 +18,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,18 +28,21 @@
 #include <unistd.h>
 
 #include "wl_common.h"
-
-extern char **environ;
+#include "wl_foreign.h"
 
 static const char *prog = "python";
 static unsigned long n_items = 300000, n_ops = 3;
 static char dir[64];
 
+static char input[128]; /* the one file the program reads, in dir */
+
+/* Writes the input into a new temporary directory (made here: a bad --prog leaves none). */
 static void write_file(const char *name, const char *text) {
-  char path[128];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) wl_die("cannot write %s: %s", path, strerror(errno));
+  snprintf(dir, sizeof dir, "/tmp/wl_programs_XXXXXX");
+  if (mkdtemp(dir) == NULL) wl_die("mkdtemp: %s", strerror(errno));
+  snprintf(input, sizeof input, "%s/%s", dir, name);
+  FILE *f = fopen(input, "w");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) wl_die("cannot write %s: %s", input, strerror(errno));
 }
 
 /* The argv being built: arg() appends one word. */
@@ -69,14 +71,14 @@ static char **setup(void) {
     write_file("p.py", text);
     /* Debian's, not a version manager's shim on PATH (pyenv's re-executes: 0.3 s a start) */
     arg("%s", access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3");
-    arg("%s/p.py", dir);
+    arg("%s", input);
   } else if (!strcmp(prog, "perl")) {
     snprintf(text, sizeof text,
              "my %%h; $h{$_} = \"x\" x ($_ %% 60) for 1..%lu; my @k = sort keys %%h; print scalar(@k), \"\\n\";\n",
              n_items);
     write_file("p.pl", text);
     arg("perl");
-    arg("%s/p.pl", dir);
+    arg("%s", input);
   } else if (!strcmp(prog, "lua")) {
     snprintf(text, sizeof text,
              "local t = {} for i = 1, %lu do t[i] = {k = tostring(i), v = string.rep('x', i %% 50)} end\n"
@@ -84,7 +86,7 @@ static char **setup(void) {
              "local n = 0 for k, v in pairs(s) do n = n + #v.v end print(n)\n", n_items, n_items);
     write_file("p.lua", text);
     arg("lua5.4");
-    arg("%s/p.lua", dir);
+    arg("%s", input);
   } else if (!strcmp(prog, "sqlite")) {
     snprintf(text, sizeof text,
              "create table t(a integer primary key, b text, c int);\ncreate index tb on t(b);\nbegin;\n"
@@ -96,7 +98,7 @@ static char **setup(void) {
     arg("sqlite3");
     arg(":memory:");
     arg("-init");
-    arg("%s/p.sql", dir);
+    arg("%s", input);
     arg(".quit");
   } else if (!strcmp(prog, "z3")) {
     unsigned long vars = n_items / 2500 < 8 ? 8 : n_items / 2500, clauses = n_items / 750 < 16 ? 16 : n_items / 750;
@@ -116,7 +118,7 @@ static char **setup(void) {
     snprintf(text + len, sizeof text - len, "(check-sat)\n(get-model)\n");
     write_file("p.smt2", text);
     arg("z3");
-    arg("%s/p.smt2", dir);
+    arg("%s", input);
   } else if (!strcmp(prog, "gs")) {
     snprintf(text, sizeof text,
              "%%!PS\n%lu srand\n/r { rand 600 mod 24 add } def\n"
@@ -130,28 +132,17 @@ static char **setup(void) {
     arg("-sDEVICE=png16m");
     arg("-r150");
     arg("-sOutputFile=/dev/null");
-    arg("%s/p.ps", dir);
+    arg("%s", input);
   } else {
     wl_die("--prog must be python, perl, lua, sqlite, z3 or gs, got '%s'", prog);
   }
   return cmd_argv;
 }
 
-static long field_kb(const char *text, const char *key) {
-  const char *p = strstr(text, key);
-  return p ? strtol(p + strlen(key), NULL, 10) : 0;
-}
-
 /* One run: its wall time; *rss_kb and *huge_kb at its largest sampled RSS + hugetlb. */
 static double run_once(char **argv, long *rss_kb, long *huge_kb) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
   double t0 = wl_now_ns();
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) wl_die("cannot run %s: %s", argv[0], strerror(rc));
+  pid_t pid = wl_spawn_quiet(argv, -1);
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
   long best_rss = 0, best_huge = 0;
@@ -168,7 +159,9 @@ static double run_once(char **argv, long *rss_kb, long *huge_kb) {
       close(fd);
       if (k > 0) {
         text[k] = 0;
-        long r = field_kb(text, "VmRSS:"), h = field_kb(text, "HugetlbPages:");
+        long r = wl_status_field(text, "VmRSS:"), h = wl_status_field(text, "HugetlbPages:");
+        if (r < 0) r = 0; /* a zombie's status has no VmRSS */
+        if (h < 0) h = 0;
         if (r + h > best_rss + best_huge) best_rss = r, best_huge = h;
       }
     }
@@ -192,8 +185,6 @@ int main(int argc, char **argv) {
     {NULL, NULL, 0, NULL}};
   wl_parse_flags("wl_programs", argc, argv, flags);
   if (n_ops < 1 || n_items < 1) wl_die("--ops and --n must be at least 1");
-  snprintf(dir, sizeof dir, "/tmp/wl_programs_XXXXXX");
-  if (mkdtemp(dir) == NULL) wl_die("mkdtemp: %s", strerror(errno));
   char **cmd = setup();
   long peak_rss = 0, peak_huge = 0;
   double total = 0;
@@ -202,12 +193,7 @@ int main(int argc, char **argv) {
     total += run_once(cmd, &r, &h);
     if (r + h > peak_rss + peak_huge) peak_rss = r, peak_huge = h;
   }
-  const char *files[] = {"p.py", "p.pl", "p.lua", "p.sql", "p.smt2", "p.ps"};
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-    unlink(path);
-  }
+  unlink(input);
   rmdir(dir);
   wl_peak_rss_override_kb = peak_rss;
   wl_hugetlb_override_kb = peak_huge;

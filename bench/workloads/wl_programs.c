@@ -32,14 +32,24 @@
 
 static const char *prog = "python";
 static unsigned long n_items = 300000, n_ops = 3;
-static char dir[64];
+static char dir[128];
 
-static char input[128]; /* the one file the program reads, in dir */
+static char input[160]; /* the one file the program reads, in dir */
+
+/* The input and its directory go at exit, also when wl_die stops the run (a program that
+ * failed): children leave through _exit and never run this. */
+static void remove_input(void) {
+  if (input[0]) unlink(input);
+  if (dir[0]) rmdir(dir);
+}
 
 /* Writes the input into a new temporary directory (made here: a bad --prog leaves none). */
 static void write_file(const char *name, const char *text) {
-  snprintf(dir, sizeof dir, "/tmp/wl_programs_XXXXXX");
+  const char *tmp = getenv("TMPDIR");
+  if (tmp == NULL || tmp[0] == 0 || strlen(tmp) > 100) tmp = "/tmp";
+  snprintf(dir, sizeof dir, "%s/wl_programs_XXXXXX", tmp);
   if (mkdtemp(dir) == NULL) wl_die("mkdtemp: %s", strerror(errno));
+  atexit(remove_input);
   snprintf(input, sizeof input, "%s/%s", dir, name);
   FILE *f = fopen(input, "w");
   if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) wl_die("cannot write %s: %s", input, strerror(errno));
@@ -193,8 +203,6 @@ int main(int argc, char **argv) {
     total += run_once(cmd, &r, &h);
     if (r + h > peak_rss + peak_huge) peak_rss = r, peak_huge = h;
   }
-  unlink(input);
-  rmdir(dir);
   wl_peak_rss_override_kb = peak_rss;
   wl_hugetlb_override_kb = peak_huge;
   char name[32], extra[160];

@@ -63,6 +63,12 @@ grep -q "programs: time geomean over 2 programs, tlbpack / jemalloc" "$out/res5/
   || fail "no programs geomean in summary.md"
 "$build/bench/wl_programs" --prog nope >/dev/null 2>"$out/err3" && fail "wl_programs --prog nope succeeded"
 grep -q "must be python, perl, lua, sqlite, z3 or gs, got 'nope'" "$out/err3" || fail "wl_programs --prog nope: $(cat "$out/err3")"
+# a program that fails stops the run with its status, and its input does not stay behind
+mkdir -p "$out/fakebin" "$out/tmpd" && printf '#!/bin/sh\nexit 3\n' >"$out/fakebin/perl" && chmod +x "$out/fakebin/perl"
+PATH="$out/fakebin:$PATH" TMPDIR="$out/tmpd" "$build/bench/wl_programs" --prog perl --n 10 >/dev/null 2>"$out/err4" \
+  && fail "wl_programs with a failing perl succeeded"
+grep -q "perl exited with status 3" "$out/err4" || fail "failing perl: $(cat "$out/err4")"
+[ -z "$(ls -A "$out/tmpd")" ] || fail "a failed wl_programs run left $(ls "$out/tmpd") in TMPDIR"
 # bad input: a clear message, exit 2
 "$build/tlbbench" --allocators jemallox >/dev/null 2>"$out/err2"; rc=$?
 [ $rc = 2 ] && grep -q "unknown allocator 'jemallox'" "$out/err2" || fail "bad allocator name: rc $rc"

@@ -186,9 +186,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   const tp_tbin_t *from = b; /* the tag of the block handed out */
   tp_entry_t e;
   if (b != NULL) {
-    int refilled = 0;
     if (b->top == b->lo) {
-      refilled = 1;
       unsigned cap = _tp_classes[c].tcache_cap, want = refill_want(c);
       /* The group's last refill, to within 8 refills: threads refilling from one group do not
        * write its line at every refill. */
@@ -221,8 +219,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       unsigned step = _tp_tbin_limit(b) / 4;
       b->low = b->top - b->lo > step ? b->top - step : b->lo;
     }
-    /* The trims' clock (tcache.c): every refill, and a kilobyte bin's every miss. */
-    if (refilled || _tp_class_trimmed(_tp_classes[c].size)) _tp_tcache_trim_tick(tc);
+    if (_tp_class_trimmed(_tp_classes[c].size)) _tp_tcache_trim_tick(tc);
   } else {
     from = &_tp_tbin_empty; /* no bin: the block is tagged with the empty one's address */
     if (_tp_bin_fill(_tp_groups[g], c, &e, 1, 1, 0, from) == 0) return enomem();

@@ -639,9 +639,8 @@ int _tp_tbin_grow(tp_tcache_t *tc, tp_tbin_t *b) TP_INTERNAL;
  * goes back to the slabs when full; straight back when there is no room for one. */
 void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) TP_INTERNAL;
 void _tp_tcache_flush_all(tp_tcache_t *tc) TP_INTERNAL;
-/* A refill of any bin, or another miss of a kilobyte bin (a pop below its low mark, an
- * overflow): every TP_TRIM_EVERY of them, the next of the thread's kilobyte bins is trimmed
- * (tcache.c). */
+/* A miss of a kilobyte bin (a refill, a pop below its low mark, an overflow): every
+ * TP_TRIM_EVERY of them, the next of the thread's kilobyte bins is trimmed (tcache.c). */
 void _tp_tcache_trim_tick(tp_tcache_t *tc) TP_INTERNAL;
 static inline int _tp_class_trimmed(uint32_t size) { return size > 1024; }
 void _tp_tcache_prefork(void) TP_INTERNAL;

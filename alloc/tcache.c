@@ -260,16 +260,12 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
  * 256 KiB (sizeclass.c), which a batch freed and allocated again cycles through; but a thread
  * that frees and allocates many such classes at random leaves each bin half full on average
  * (two threads of 4 B-32 KiB: 7.4 MB in their caches for 8.2 MB live). Every TP_TRIM_EVERY
- * refills of any of its bins or other misses of its kilobyte bins, a thread trims the next
- * kilobyte bin in turn: of the blocks that stayed
+ * misses of its kilobyte bins, a thread trims the next one in turn: of the blocks that stayed
  * below the bin's lowest top since its last trim (its low mark, `low`: none after a refill, the
  * bin ran empty), three quarters go back to the slabs, the oldest first; then the mark starts
  * again at the top. A bin whose blocks all cycle is never trimmed; one left alone empties in a
  * few turns. The malloc hit pops while top is above `low`, so the mark costs it nothing; a pop
- * below it misses once, to move it. The clock counts every refill, as jemalloc's GC counts
- * bytes allocated: a program that builds its peak from small blocks, its kilobyte bins left
- * alone, missed none of them and kept them full (lua5.4: 74.1 MiB at its peak, 72.1 when
- * refills count too; jemalloc 72.0). */
+ * below it misses once, to move it. */
 static void trim_bin(tp_tcache_t *tc, unsigned g, tp_tbin_t *b) {
   /* A bin stays its tgroup's for good; a destroyed group's entries are dropped by tgroup_get. */
   if (tc->groups[g]->gen != atomic_load_explicit(&_tp_groups[g]->gen, memory_order_relaxed)) return;

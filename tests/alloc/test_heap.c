@@ -335,33 +335,6 @@ Test(tcache, a_kilobyte_bin_left_alone_is_trimmed_and_one_that_cycles_is_not) {
   cr_assert_geq(out[3], 30, "the 6000-byte bin, allocated and freed in turn, holds %u blocks", out[3]);
 }
 
-/* The trims' clock counts refills of every bin: a thread that goes on allocating small blocks
- * only (no kilobyte bin misses) still trims the kilobyte bin it left alone. */
-static void *trim_small_thread(void *arg) {
-  unsigned *out = arg;
-  enum { N = 40, SMALL = 20000 };
-  void *idle[N];
-  for (int i = 0; i < N; i++) idle[i] = tp_malloc(4000);
-  void *probe = idle[0];
-  for (int i = N - 1; i >= 0; i--) tp_free(idle[i]);
-  out[0] = bin_count_of(probe);
-  static void *small[SMALL]; /* kept live: every bin of 32 B runs empty and refills */
-  for (int i = 0; i < SMALL; i++) small[i] = tp_malloc(32);
-  out[1] = bin_count_of(probe);
-  for (int i = 0; i < SMALL; i++) tp_free(small[i]);
-  return NULL;
-}
-
-Test(tcache, a_kilobyte_bin_left_alone_is_trimmed_while_the_thread_refills_small_bins) {
-  unsigned out[2];
-  pthread_t t;
-  pthread_create(&t, NULL, trim_small_thread, out);
-  pthread_join(t, NULL);
-  cr_assert_geq(out[0], 30, "the 4000-byte bin kept %u of 40 freed blocks", out[0]);
-  cr_assert_leq(out[1], 8, "the 4000-byte bin left alone while 20000 blocks of 32 B were allocated still holds %u (of %u)",
-                out[1], out[0]);
-}
-
 /* Retained empty huge pages decay on the allocation clock and on time (README, Returning
  * memory): a page kept empty while the program made 4096 cache refills and for 100 ms goes
  * back at the next heap event. The clocks are moved here directly (the time through the OS

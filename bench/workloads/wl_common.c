@@ -307,14 +307,22 @@ long wl_status_field(const char *text, const char *key) {
   return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
-static long wl_status_kb(const char *key) {
-  int fd = open("/proc/self/status", O_RDONLY);
+long wl_status_read(int pid, char *buf, size_t n) {
+  char path[64];
+  if (pid) snprintf(path, sizeof path, "/proc/%d/status", pid);
+  else snprintf(path, sizeof path, "/proc/self/status");
+  int fd = open(path, O_RDONLY);
   if (fd < 0) return -1;
-  char buf[8192];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
+  ssize_t k = read(fd, buf, n - 1);
   close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
+  if (k <= 0) return -1;
+  buf[k] = 0;
+  return (long)k;
+}
+
+static long self_status_kb(const char *key) {
+  char buf[8192];
+  if (wl_status_read(0, buf, sizeof buf) < 0) return -1;
   long v = wl_status_field(buf, key);
   return v < 0 ? 0 : v; /* no such field (a kernel without hugetlb): none */
 }
@@ -322,7 +330,7 @@ static long wl_status_kb(const char *key) {
 static long wl_hugetlb_peak_kb;
 
 void wl_note_peak(void) {
-  long kb = wl_status_kb("HugetlbPages:");
+  long kb = self_status_kb("HugetlbPages:");
   long cur = __atomic_load_n(&wl_hugetlb_peak_kb, __ATOMIC_RELAXED);
   while (kb > cur && !__atomic_compare_exchange_n(&wl_hugetlb_peak_kb, &cur, kb, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
@@ -331,7 +339,7 @@ void wl_note_peak(void) {
 void wl_result(const char *name, const char *extra, const wl_hotset_t *hs) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  long htlb = wl_hugetlb_override_kb >= 0 ? wl_hugetlb_override_kb : wl_status_kb("HugetlbPages:");
+  long htlb = wl_hugetlb_override_kb >= 0 ? wl_hugetlb_override_kb : self_status_kb("HugetlbPages:");
   if (wl_hugetlb_override_kb < 0 && wl_hugetlb_peak_kb > htlb) htlb = wl_hugetlb_peak_kb;
   long rss = wl_peak_rss_override_kb >= 0 ? wl_peak_rss_override_kb : ru.ru_maxrss;
   printf("RESULT workload=%s %s peak_rss_kb=%ld hugetlb_kb=%ld", name, extra ? extra : "", rss, htlb);

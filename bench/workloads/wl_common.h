@@ -101,6 +101,9 @@ extern const char *wl_malloc_from_override;
 /* The number after key ("VmHWM:", "HugetlbPages:") in the text of a /proc/PID/status, or -1
  * when the text has no such field. */
 long wl_status_field(const char *text, const char *key);
+/* The text of /proc/PID/status (pid 0: this process's own) in buf, NUL-terminated: its length,
+ * or -1 when it cannot be read. */
+long wl_status_read(int pid, char *buf, size_t n);
 
 /* Dies with "PROG: message" on stderr, exit 1 (allocation failure and the like). */
 void wl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -199,16 +199,10 @@ void wl_child_finish(wl_child_t *c, double timeout_s, struct rusage *ru) {
 }
 
 long wl_status_kb(pid_t pid, const char *key) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  long v = 0;
-  size_t n = strlen(key);
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, key, n)) { v = strtol(line + n, NULL, 10); break; }
-  fclose(f);
-  return v;
+  char buf[8192];
+  if (wl_status_read((int)pid, buf, sizeof buf) < 0) return -1;
+  long v = wl_status_field(buf, key);
+  return v < 0 ? 0 : v; /* no such field (a kernel without hugetlb): none */
 }
 
 pid_t wl_spawn_quiet(char *const argv[], int out_fd) {

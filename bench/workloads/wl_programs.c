@@ -17,7 +17,6 @@
  * against jemalloc. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,8 +152,6 @@ static char **setup(void) {
 static double run_once(char **argv, long *rss_kb, long *huge_kb) {
   double t0 = wl_now_ns();
   pid_t pid = wl_spawn_quiet(argv, -1);
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
   long best_rss = 0, best_huge = 0;
   int st = 0;
   struct rusage ru;
@@ -162,18 +159,12 @@ static double run_once(char **argv, long *rss_kb, long *huge_kb) {
     pid_t w = wait4(pid, &st, WNOHANG, &ru);
     if (w == pid) break;
     if (w < 0) wl_die("wait4 %s: %s", argv[0], strerror(errno));
-    int fd = open(path, O_RDONLY);
-    if (fd >= 0) {
-      char text[4096];
-      ssize_t k = read(fd, text, sizeof text - 1);
-      close(fd);
-      if (k > 0) {
-        text[k] = 0;
-        long r = wl_status_field(text, "VmRSS:"), h = wl_status_field(text, "HugetlbPages:");
-        if (r < 0) r = 0; /* a zombie's status has no VmRSS */
-        if (h < 0) h = 0;
-        if (r + h > best_rss + best_huge) best_rss = r, best_huge = h;
-      }
+    char text[8192]; /* one read: VmRSS and HugetlbPages of the same moment */
+    if (wl_status_read((int)pid, text, sizeof text) > 0) {
+      long r = wl_status_field(text, "VmRSS:"), h = wl_status_field(text, "HugetlbPages:");
+      if (r < 0) r = 0; /* a zombie's status has no VmRSS */
+      if (h < 0) h = 0;
+      if (r + h > best_rss + best_huge) best_rss = r, best_huge = h;
     }
     usleep(1000);
   }

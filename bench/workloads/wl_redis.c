@@ -200,17 +200,6 @@ static long info_num(const char *info, const char *key) {
   return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
-static long status_kb(pid_t pid, const char *key) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  char *s = read_file(path);
-  if (!s) return -1;
-  char *p = strstr(s, key);
-  long v = p ? strtol(p + strlen(key), NULL, 10) : 0;
-  free(s);
-  return v;
-}
-
 /* ---- the server ------------------------------------------------------------------------- */
 /* Which object redis-server's own `malloc` binds to, under this environment. */
 static const char *server_malloc_from(const char *server) {
@@ -472,8 +461,8 @@ int main(int argc, char **argv) {
   if (resp(port, "DBSIZE", info, sizeof info) > 0 && info[0] == ':') dbsize = strtol(info + 1, NULL, 10);
   if (dbsize <= 0) wl_die("the server holds %ld keys after the benchmark (expected some)", dbsize);
   if (resp(port, "INFO memory", info, sizeof info) > 0) used_kb = info_num(info, "used_memory:") / 1024;
-  wl_peak_rss_override_kb = status_kb(server_pid, "VmHWM:");
-  wl_hugetlb_override_kb = status_kb(server_pid, "HugetlbPages:");
+  wl_peak_rss_override_kb = wl_status_kb(server_pid, "VmHWM:");
+  wl_hugetlb_override_kb = wl_status_kb(server_pid, "HugetlbPages:");
   wl_resident_t res;
   if (wl_resident(server_pid, &res)) wl_die("cannot read /proc/%d/smaps", (int)server_pid);
   char path[4300];

@@ -29,6 +29,17 @@ static void count_hugetlb(tp_hpage_t *h, void *arg) {
   else if (h->source == TP_SRC_1G && (h->addr & (TP_GIB - 1)) == 0) n[1]++;
 }
 
+/* A large run's pool pages not touched yet (heap.c, back_large_lazily) are faulted in before
+ * the fork: their reservations are this process's, and a child's first touch of one would need
+ * a free pool page of its own (SIGBUS when there is none). They are then pool pages like the
+ * others, counted below. */
+static void populate_lazy(tp_hpage_t *h, void *arg) {
+  (void)arg;
+  if (!h->lazy) return;
+  _tp_os_populate((void *)h->addr, TP_HPAGE);
+  h->lazy = 0;
+}
+
 static _Atomic uintptr_t converting; /* the range being moved, 0 when none */
 static size_t converting_len = TP_HPAGE;
 static struct sigaction segv_old;
@@ -99,6 +110,7 @@ static void move_to_thp(tp_hpage_t *h, void *arg) {
 
 void _tp_heap_prefork(void) {
   _tp_lock(&_tp_heap_lock);
+  if (_tp_os.hugetlb_lazy) _tp_heap_foreach(populate_lazy, NULL);
   size_t held[2] = {0, 0};
   _tp_heap_foreach(count_hugetlb, held);
   size_t need = held[0];

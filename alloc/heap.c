@@ -252,17 +252,28 @@ static int want_source(size_t adding) {
  * fresh THP fault here costs several times a pool page (blocks of 5-25 MiB written whole and
  * replaced: 445 ms on the pool, 1433 ms on THP, jemalloc 2140 ms). */
 #define TP_LAZY_HPAGES 32
+static int run_source(size_t adding) {
+  int want = want_source(adding);
+  if (want == TP_SRC_HUGETLB && _tp_opt.pool == TP_POOL_AUTO && adding >= TP_LAZY_HPAGES * TP_HPAGE) want = TP_SRC_THP;
+  return want;
+}
+static void backed(tp_hpage_t *h, int src, int tail4k, int node);
 static int back(tp_hpage_t *h, size_t adding, int tail4k) {
   unsigned fb = 0;
   int node = _tp_os_hooks.current_node();
-  int want = want_source(adding);
-  if (want == TP_SRC_HUGETLB && _tp_opt.pool == TP_POOL_AUTO && adding >= TP_LAZY_HPAGES * TP_HPAGE) want = TP_SRC_THP;
+  int want = run_source(adding);
   if (tail4k && want != TP_SRC_4K) want = TP_SRC_4K;
   else tail4k = 0;
   int src = _tp_os_hooks.back((void *)h->addr, want, &fb, node);
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
+  backed(h, src, tail4k, node);
+  return 0;
+}
+/* The record of an hpage just backed from source src. */
+static void backed(tp_hpage_t *h, int src, int tail4k, int node) {
   h->source = (uint8_t)src;
+  h->lazy = 0;
   h->tail4k = (uint8_t)tail4k;
   h->start = !tail4k && src == TP_SRC_4K && _tp_opt.pool == TP_POOL_AUTO && !heap_grown && nstart_pages < TP_MAX_START_PAGES;
   if (h->start) start_pages[nstart_pages++] = h;
@@ -270,7 +281,6 @@ static int back(tp_hpage_t *h, size_t adding, int tail4k) {
   h->fresh_mask = TP_ALL_SLOTS;
   _tp_heap_ctr.pages_by_source[src]++;
   _tp_heap_ctr.pages_by_node[h->node]++;
-  return 0;
 }
 
 static void decommit(tp_hpage_t *h) {
@@ -283,6 +293,7 @@ static void decommit(tp_hpage_t *h) {
   h->fresh_mask = 0;
   h->start = 0;
   h->tail4k = 0;
+  h->lazy = 0;
 }
 
 /* 1 GiB pages. Past gpage_mb of backed heap, new memory at the end of the heap comes a GiB
@@ -575,7 +586,39 @@ static tp_hpage_t *find_run(size_t n, size_t align) {
  * the run adds, for want_source) and marks the first the run's head when `head`, the others
  * its tail; clears *zero when one held data before. Out of memory even for 4 KiB pages: every
  * one goes back (those taken so far empty, the others on their lists) and it returns -1. */
+/* The hpages of a large run not backed yet, but its 4 KiB tail, go on the pool in stretches
+ * reserved at once and faulted in as touched (os.c, _tp_os_back_lazy), when the run's source
+ * is the pool; what that cannot map, back() backs one hpage at a time. */
+static void back_large_lazily(uintptr_t a, size_t n, size_t adding, int tail4k) {
+  if (_tp_os_hooks.back_lazy == NULL) return;
+  size_t m = tail4k ? n - 1 : n;
+  int want = -1, node = 0;
+  for (size_t i = 0; i < m;) {
+    if (_tp_hpage_of((void *)(a + i * TP_HPAGE))->state != TP_HP_FREE) {
+      i++;
+      continue;
+    }
+    size_t j = i;
+    while (j < m && _tp_hpage_of((void *)(a + j * TP_HPAGE))->state == TP_HP_FREE) j++;
+    if (want < 0) {
+      want = run_source(adding);
+      node = _tp_os_hooks.current_node();
+    }
+    if (want != TP_SRC_HUGETLB) return;
+    if (_tp_os_hooks.back_lazy((void *)(a + i * TP_HPAGE), (j - i) * TP_HPAGE, node) == 0)
+      for (size_t k = i; k < j; k++) { /* backed and empty, fresh: take_run carves them */
+        tp_hpage_t *x = _tp_hpage_of((void *)(a + k * TP_HPAGE));
+        take_off_list(x);
+        backed(x, TP_SRC_HUGETLB, 0, node);
+        x->lazy = 1;
+        x->state = TP_HP_EMPTY;
+      }
+    i = j;
+  }
+}
+
 static int take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, int *zero) {
+  if (head) back_large_lazily(a, n, adding, tail4k);
   for (size_t i = 0; i < n; i++) {
     tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
     take_off_list(x);

@@ -258,6 +258,7 @@ struct tp_hpage_s {
   uint8_t window;        /* os.c: inside a hugetlb-file mapping (a window), claimed or not */
   uint8_t tail4k;        /* the last hpage of a large run that uses little of it, on 4 KiB
                           * pages (_tp_policy_large_tail_4k): given back when emptied */
+  uint8_t lazy;          /* on the pool, reserved, faulted in as touched (_tp_os_back_lazy) */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
   uint32_t used_mask;    /* bit i: slot i carved */

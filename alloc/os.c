@@ -310,6 +310,37 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
   return TP_SRC_NONE;
 }
 
+/* A large run's fresh hpages on the pool, faulted in as the program touches them: one private
+ * mapping of the window file without MAP_NORESERVE, so the kernel reserves all its pages at
+ * once (or refuses: ENOMEM when the pool is short) and every later fault takes a reserved page,
+ * never SIGBUS; a page given back with MADV_DONTNEED gets its reservation back. A claimed
+ * window page is backed (zeroed) whole when claimed: a program that allocates a buffer and
+ * fills part of it (xz -3: 6.8, 8.7 and 16.8 MB for 1.7 MB of text) held all of it, 38.6 MB of
+ * RSS + hugetlb against jemalloc's 14.8. The run's pages are reserved until its hpages go back
+ * to the OS (rereserve), and held like claimed ones (pool_max). Before a fork the heap faults
+ * in what is still untouched (_tp_heap_prefork): a child has no reservation of its own. */
+int _tp_os_back_lazy(void *addr, size_t len, int node) {
+  size_t n = len / TP_HPAGE;
+  if (windows_off || _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + n > _tp_opt.pool_max || cow_short()) return -1;
+  int fd = window_file();
+  if (fd < 0) return -1;
+  void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, (off_t)(uintptr_t)addr);
+  if (p != addr) {
+    rereserve(addr, len); /* the fixed mapping replaced what was there, windows too */
+    return -1;
+  }
+  for (size_t o = 0; o < len; o += TP_HPAGE) rec((char *)addr + o)->window = 0;
+  apply_numa(addr, len, node);
+  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + n;
+  if (held > _tp_os.pool_peak) _tp_os.pool_peak = held;
+  _tp_os.hugetlb_lazy++;
+  return 0;
+}
+
+/* Faults in [addr, addr + len) for writing, as a touch of every page would (a lazily mapped
+ * run before a fork: its reserved pages are used; 0 on success). */
+int _tp_os_populate(void *addr, size_t len) { return madvise(addr, len, MADV_POPULATE_WRITE); }
+
 /* A window's pool page goes back to the pool and the window stays; anything else becomes
  * PROT_NONE reservation again. */
 void _tp_os_decommit(void *addr, size_t len) {
@@ -426,4 +457,4 @@ static size_t resident(void *addr, size_t len) {
 }
 
 tp_os_hooks_t _tp_os_hooks = {_tp_os_reserve, _tp_os_back, _tp_os_decommit, _tp_os_promote, _tp_os_current_node,
-                              _tp_os_back_1g, now_ms, resident, _tp_os_pool_free};
+                              _tp_os_back_1g, now_ms, resident, _tp_os_pool_free, _tp_os_back_lazy};

@@ -30,6 +30,10 @@ int _tp_os_back_1g(void *addr) __attribute__((visibility("hidden")));
 /* Gives the hpages' memory back (to the hugetlbfs pool or the OS); keeps the range reserved:
  * PROT_NONE, or for a pool page in a window the window itself, unbacked (see os.c). */
 void _tp_os_decommit(void *addr, size_t len) __attribute__((visibility("hidden")));
+/* A large run's fresh hpages on the pool, reserved at once and faulted in as touched (os.c). */
+int _tp_os_back_lazy(void *addr, size_t len, int node) __attribute__((visibility("hidden")));
+/* Faults a range in for writing (MADV_POPULATE_WRITE); 0 on success. */
+int _tp_os_populate(void *addr, size_t len) __attribute__((visibility("hidden")));
 /* Turns a backed 4 KiB-page hpage into a transparent huge page now (MADV_COLLAPSE): 0 when it
  * is one, -1 when the kernel could not (the memory stays as it was, contents kept). */
 int _tp_os_promote(void *addr) __attribute__((visibility("hidden")));
@@ -69,6 +73,7 @@ typedef struct tp_os_info_s {
   size_t cow_kept;          /* hpages that skipped the pool to leave it for a fork's copies */
   size_t gpages_taken;      /* 1 GiB pool pages the heap took */
   size_t hugetlb_single;    /* pool pages mapped one mapping each (no window could be made) */
+  size_t hugetlb_lazy;      /* large runs mapped on the pool to be faulted in as touched */
 } tp_os_info_t;
 extern tp_os_info_t _tp_os __attribute__((visibility("hidden")));
 
@@ -89,6 +94,10 @@ typedef struct tp_os_hooks_s {
   uint64_t (*now_ms)(void); /* a monotonic clock in milliseconds (the decay of empty hpages) */
   size_t (*resident)(void *addr, size_t len); /* bytes of the range in memory (len if unknown) */
   long (*pool_free)(void); /* free pages of the 2 MiB hugetlbfs pool (-1 if unknown) */
+  /* [addr, addr + len), hpages not backed yet, on the pool with its pages reserved now and
+   * faulted in as touched; 0 when mapped, -1 when the caller must back them one by one
+   * (NULL: never). */
+  int (*back_lazy)(void *addr, size_t len, int node);
 } tp_os_hooks_t;
 extern tp_os_hooks_t _tp_os_hooks __attribute__((visibility("hidden")));
 

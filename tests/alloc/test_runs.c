@@ -57,11 +57,26 @@ static int fake_back_1g(void *addr) {
 }
 static long fake_pool_free(void) { return fake.pool_free; }
 
+/* The lazy mapping of a large run's fresh hpages (os.c, _tp_os_back_lazy): off (NULL) unless a
+ * test installs this fake, which records the ranges it is asked for. */
+static struct {
+  size_t calls, bytes;
+  uintptr_t first;
+  int fail;
+} lazy;
+static int fake_back_lazy(void *addr, size_t len, int node) {
+  (void)node;
+  lazy.calls++;
+  lazy.bytes += len;
+  if (lazy.first == 0) lazy.first = (uintptr_t)addr;
+  return lazy.fail ? -1 : 0;
+}
+
 static tp_group_t *g;
 
 static void setup(void) {
   memset(&fake, 0, sizeof fake);
-  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms, fake_resident, fake_pool_free};
+  _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms, fake_resident, fake_pool_free, NULL};
   g = tp_group_create("runs");
   cr_assert_not_null(g);
   g->exclusive = 0; /* as a site group before it has earned hpages of its own */
@@ -337,5 +352,63 @@ Test(runs, a_large_runs_little_used_last_hpage_is_on_4k_pages_and_given_back_wit
   t = _tp_run_new(g, TP_SLAB_LARGE, 9, TP_HPAGE, TP_BIG_META, 8);
   cr_assert_not_null(t);
   for (size_t i = b0; i < fake.backs; i++) cr_assert_eq(fake.wants[i], TP_SRC_HUGETLB);
+  _tp_run_release(t);
+}
+
+/* A large run whose source is the pool (heap.c, back_large_lazily): its fresh hpages are mapped
+ * in one call, reserved and faulted in as the program touches them, instead of claimed (and
+ * zeroed) one by one; they count as pool pages; released, they go back like any. */
+Test(runs, a_large_run_on_the_pool_is_mapped_in_one_call_and_faulted_in_as_touched) {
+  TP_NEEDS(_tp_opt.pool == TP_POOL_AUTO || _tp_opt.pool == TP_POOL_HUGETLBFS, "a pool mode (pool:auto or pool:hugetlbfs)");
+  memset(&lazy, 0, sizeof lazy);
+  _tp_os_hooks.back_lazy = fake_back_lazy;
+  size_t pool = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB];
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 10, TP_HPAGE, TP_BIG_META, 0);
+  cr_assert_not_null(s);
+  cr_assert_eq(lazy.calls, 1, "%zu lazy mappings for one run of fresh hpages", lazy.calls);
+  cr_assert_eq(lazy.bytes, 10 * TP_HPAGE);
+  cr_assert_eq(lazy.first, s->base);
+  cr_assert_eq(fake.backs, 0, "%zu hpages backed one by one besides", fake.backs);
+  cr_assert_eq(_tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB], pool + 10);
+  cr_assert_eq(s->zeroed, 1, "fresh pool pages read as zero");
+  for (unsigned i = 0; i < 10; i++) {
+    tp_hpage_t *h = _tp_hpage_of((void *)(s->base + i * TP_HPAGE));
+    cr_assert(h->lazy && h->source == TP_SRC_HUGETLB, "hpage %u: lazy %d source %d", i, h->lazy, h->source);
+    cr_assert_eq(h->state, i == 0 ? TP_HP_LARGE : TP_HP_LARGE_TAIL);
+  }
+  uintptr_t base = s->base;
+  _tp_run_release(s);
+  cr_assert_eq(fake.decommits, 10);
+  for (unsigned i = 0; i < 10; i++) {
+    tp_hpage_t *h = _tp_hpage_of((void *)(base + i * TP_HPAGE));
+    cr_assert(h->state == TP_HP_FREE && !h->lazy && h->source == TP_SRC_NONE, "hpage %u given back: state %d lazy %d",
+              i, h->state, h->lazy);
+  }
+  cr_assert_eq(_tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB], pool);
+}
+
+/* Its 4 KiB tail is backed alone (_tp_policy_large_tail_4k); and when the pool cannot reserve the
+ * run (the mapping fails), every hpage is backed one by one, from the pool first, as before. */
+Test(runs, a_large_runs_small_tail_is_backed_alone_and_a_failed_lazy_mapping_backs_each_hpage) {
+  TP_NEEDS_POOL_AUTO();
+  memset(&lazy, 0, sizeof lazy);
+  _tp_os_hooks.back_lazy = fake_back_lazy;
+  fake.source = TP_SRC_HUGETLB;
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 10, TP_HPAGE, TP_BIG_META, 1024);
+  cr_assert_not_null(s);
+  cr_assert_eq(lazy.calls, 1);
+  cr_assert_eq(lazy.bytes, 9 * TP_HPAGE, "the lazy mapping covered %zu hpages, not the 9 before the tail", lazy.bytes / TP_HPAGE);
+  cr_assert_eq(fake.backs, 1);
+  cr_assert_eq(fake.last_want, TP_SRC_4K, "the tail asked for source %d", fake.last_want);
+  cr_assert(_tp_hpage_of((void *)(s->base + 9 * TP_HPAGE))->tail4k);
+  _tp_run_release(s);
+  lazy.fail = 1;
+  size_t backs = fake.backs;
+  tp_slab_t *t = _tp_run_new(g, TP_SLAB_LARGE, 10, TP_HPAGE, TP_BIG_META, 0);
+  cr_assert_not_null(t);
+  cr_assert_eq(lazy.calls, 2);
+  cr_assert_eq(fake.backs - backs, 10, "%zu hpages backed one by one after the lazy mapping failed", fake.backs - backs);
+  for (size_t i = backs; i < fake.backs; i++) cr_assert_eq(fake.wants[i], TP_SRC_HUGETLB, "back %zu asked for %d", i, fake.wants[i]);
+  for (unsigned i = 0; i < 10; i++) cr_assert_not(_tp_hpage_of((void *)(t->base + i * TP_HPAGE))->lazy);
   _tp_run_release(t);
 }

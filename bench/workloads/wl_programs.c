@@ -1,6 +1,6 @@
 /* Real programs run whole under the allocator under test (inherited through LD_PRELOAD), one
- * after another: python3, perl, lua5.4, sqlite3, z3 and gs, each on an input this workload
- * writes (seeded, so every allocator gets the same one) with --n items:
+ * after another, each on an input this workload writes (seeded, so every allocator gets the same
+ * one) with --n items:
  *
  *   --prog python  a dict of n entries (a list, a string, a dict each), sorted by its strings
  *   --prog perl    a hash of n strings of 0-59 bytes, its keys sorted
@@ -9,6 +9,16 @@
  *                  transaction
  *   --prog z3      an integer constraint problem of n/2500 variables and n/750 clauses
  *   --prog gs      Ghostscript rendering n/30 filled random polygons at 150 dpi
+ *   --prog jq      jq selecting a third of a JSON array of n objects (a string, a list of five
+ *                  strings, an object each) and counting them
+ *   --prog xz      xz -3 (one thread) compressing n lines of text (its 6.8, 8.7 and 16.8 MB
+ *                  buffers: large blocks)
+ *   --prog sort    GNU sort -n of n random numbers
+ *   --prog awk     awk appending n numbers to the strings of 100003 keys
+ *   --prog tcl     tclsh building a dict of n lists and walking it
+ *   --prog node    node building a Map of n objects and walking it
+ *   --prog cc1     GCC's compiler proper (cc1 -O2, without the driver, whose children a sample
+ *                  of one process would miss) on n small functions
  *
  * ns_per_op = wall time per run (spawn to exit, output discarded). Memory: the largest RSS +
  * hugetlb pages any run reached, sampled from /proc/PID/status every millisecond (hugetlb pages
@@ -42,8 +52,9 @@ static void remove_input(void) {
   if (dir[0]) rmdir(dir);
 }
 
-/* Writes the input into a new temporary directory (made here: a bad --prog leaves none). */
-static void write_file(const char *name, const char *text) {
+/* Opens the input for writing in a new temporary directory (made here: a bad --prog leaves
+ * none); input_done closes it. */
+static FILE *input_open(const char *name) {
   const char *tmp = getenv("TMPDIR");
   if (tmp == NULL || tmp[0] == 0 || strlen(tmp) > 100) tmp = "/tmp";
   snprintf(dir, sizeof dir, "%s/wl_programs_XXXXXX", tmp);
@@ -51,7 +62,16 @@ static void write_file(const char *name, const char *text) {
   atexit(remove_input);
   snprintf(input, sizeof input, "%s/%s", dir, name);
   FILE *f = fopen(input, "w");
-  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) wl_die("cannot write %s: %s", input, strerror(errno));
+  if (f == NULL) wl_die("cannot write %s: %s", input, strerror(errno));
+  return f;
+}
+static void input_done(FILE *f) {
+  if (ferror(f) || fclose(f) != 0) wl_die("cannot write %s: %s", input, strerror(errno));
+}
+static void write_file(const char *name, const char *text) {
+  FILE *f = input_open(name);
+  fputs(text, f);
+  input_done(f);
 }
 
 /* The argv being built: arg() appends one word. */
@@ -142,8 +162,75 @@ static char **setup(void) {
     arg("-r150");
     arg("-sOutputFile=/dev/null");
     arg("%s", input);
+  } else if (!strcmp(prog, "jq")) {
+    FILE *f = input_open("p.json");
+    for (unsigned long i = 0; i < n_items; i++) {
+      fprintf(f, "%s{\"id\":%lu,\"name\":\"n%lx\",\"tags\":[", i ? ",\n" : "[", i, (unsigned long)wl_rand(&s));
+      for (int t = 0; t < 5; t++) fprintf(f, "%s\"%lx\"", t ? "," : "", (unsigned long)(wl_rand(&s) >> (t * 8)));
+      fprintf(f, "],\"v\":{\"a\":%lu,\"b\":[1,2,3]}}", i);
+    }
+    fputs("]\n", f);
+    input_done(f);
+    arg("jq");
+    arg("[.[] | select(.id %% 3 == 0) | {id, n: .name, t: (.tags | length)}] | length");
+    arg("%s", input);
+  } else if (!strcmp(prog, "xz")) {
+    FILE *f = input_open("p.txt");
+    for (unsigned long i = 0; i < n_items; i++) /* a tenth of the words repeat: work for the matcher */
+      fprintf(f, "key-%012lu value %lu word-%lu\n", i, (unsigned long)wl_rand(&s) % 1000000, (unsigned long)wl_rand(&s) % (n_items / 10 + 1));
+    input_done(f);
+    arg("xz");
+    arg("-3");
+    arg("-T1");
+    arg("-c");
+    arg("%s", input);
+  } else if (!strcmp(prog, "sort") || !strcmp(prog, "awk")) {
+    FILE *f = input_open("p.txt");
+    for (unsigned long i = 0; i < n_items; i++) fprintf(f, "%lu\n", (unsigned long)wl_rand(&s) % 1000000000);
+    input_done(f);
+    if (!strcmp(prog, "sort")) {
+      arg("sort");
+      arg("-n");
+    } else {
+      arg("awk");
+      arg("{a[$1 %% 100003] = a[$1 %% 100003] \" \" $1} END {n = 0; for (k in a) n += length(a[k]); print n}");
+    }
+    arg("%s", input);
+  } else if (!strcmp(prog, "tcl")) {
+    snprintf(text, sizeof text,
+             "set d [dict create]\nfor {set i 0} {$i < %lu} {incr i} { dict set d k$i [list $i v$i [expr {$i * 7}]] }\n"
+             "set n 0\ndict for {k v} $d { incr n [string length [lindex $v 1]] }\nputs $n\n", n_items);
+    write_file("p.tcl", text);
+    arg("tclsh");
+    arg("%s", input);
+  } else if (!strcmp(prog, "node")) {
+    snprintf(text, sizeof text,
+             "const m = new Map();\nfor (let i = 0; i < %lu; i++) m.set('k' + i, {i, s: 'v' + i, l: [i, i + 1]});\n"
+             "let n = 0;\nfor (const [k, v] of m) n += v.s.length + v.l.length;\nconsole.log(n);\n", n_items);
+    write_file("p.js", text);
+    arg("node");
+    arg("%s", input);
+  } else if (!strcmp(prog, "cc1")) {
+    char cc1[160] = "";
+    FILE *p = popen("gcc -print-prog-name=cc1", "r");
+    if (p == NULL || fgets(cc1, sizeof cc1, p) == NULL) wl_die("gcc -print-prog-name=cc1 gave nothing");
+    pclose(p);
+    cc1[strcspn(cc1, "\n")] = 0;
+    if (access(cc1, X_OK) != 0) wl_die("gcc's cc1 is not at '%s'", cc1);
+    FILE *f = input_open("p.c");
+    for (unsigned long i = 0; i < n_items; i++)
+      fprintf(f, "static int f%lu(const int *a, int n) { int s = %lu; for (int i = 0; i < n; i++) { s += a[i] * %lu; "
+                 "if (s > %lu) s -= a[i / 2]; } return s; }\nint g%lu(const int *a) { return f%lu(a, %lu) + f%lu(a, 3); }\n",
+              i, i, i % 7 + 1, i * 13, i, i, i % 50, i);
+    input_done(f);
+    arg("%s", cc1);
+    arg("-quiet");
+    arg("-O2");
+    arg("%s", input);
+    arg("-o");
+    arg("/dev/null");
   } else {
-    wl_die("--prog must be python, perl, lua, sqlite, z3 or gs, got '%s'", prog);
+    wl_die("--prog must be python, perl, lua, sqlite, z3, gs, jq, xz, sort, awk, tcl, node or cc1, got '%s'", prog);
   }
   return cmd_argv;
 }
@@ -180,7 +267,7 @@ static double run_once(char **argv, long *rss_kb, long *huge_kb) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"prog", "python, perl, lua, sqlite, z3 or gs", 's', &prog},
+    {"prog", "python, perl, lua, sqlite, z3, gs, jq, xz, sort, awk, tcl, node or cc1", 's', &prog},
     {"n", "items of the program's input (see the file's comment)", 'u', &n_items},
     {"ops", "runs, one after another", 'u', &n_ops},
     {NULL, NULL, 0, NULL}};

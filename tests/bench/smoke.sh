@@ -49,20 +49,20 @@ for w in threads-sizes scratch-mt batches-mt handover-mt medium; do
       || fail "no successful $w x $a run with a time in runs.csv"
   done
 done
-# programs run whole (perl and sqlite3 are on every machine that runs make test): a time and a
-# memory figure per run, and the programs' geomeans judged in the targets
-"$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads prog-perl,prog-sqlite --allocators jemalloc,tlbpack \
-  --out "$out/res5" >/dev/null 2>"$out/err" || fail "tlbbench (program workloads) exited $?"
-for w in prog-perl prog-sqlite; do
+# programs run whole (perl, sqlite3, xz, sort, awk and gcc are on every machine that runs make
+# test): a time and a memory figure per run, and the programs' geomeans judged in the targets
+"$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads prog-perl,prog-sqlite,prog-xz,prog-sort,prog-awk,prog-cc1 \
+  --allocators jemalloc,tlbpack --out "$out/res5" >/dev/null 2>"$out/err" || fail "tlbbench (program workloads) exited $?"
+for w in prog-perl prog-sqlite prog-xz prog-sort prog-awk prog-cc1; do
   for a in jemalloc tlbpack; do
     awk -F, -v w=$w -v a=$a '$1==w && $2==a && $4==0 && $6+0 > 0 && $7+$8 > 1000 { ok = 1 } END { exit !ok }' "$out/res5/runs.csv" \
       || fail "no successful $w x $a run with a time and a peak in runs.csv"
   done
 done
-grep -q "programs: time geomean over 2 programs, tlbpack / jemalloc" "$out/res5/summary.md" \
+grep -q "programs: time geomean over 6 programs, tlbpack / jemalloc" "$out/res5/summary.md" \
   || fail "no programs geomean in summary.md"
 "$build/bench/wl_programs" --prog nope >/dev/null 2>"$out/err3" && fail "wl_programs --prog nope succeeded"
-grep -q "must be python, perl, lua, sqlite, z3 or gs, got 'nope'" "$out/err3" || fail "wl_programs --prog nope: $(cat "$out/err3")"
+grep -q "must be python, perl, lua, sqlite, z3, gs, jq, xz, sort, awk, tcl, node or cc1, got 'nope'" "$out/err3" || fail "wl_programs --prog nope: $(cat "$out/err3")"
 # a program that fails stops the run with its status, and its input does not stay behind
 mkdir -p "$out/fakebin" "$out/tmpd" && printf '#!/bin/sh\nexit 3\n' >"$out/fakebin/perl" && chmod +x "$out/fakebin/perl"
 PATH="$out/fakebin:$PATH" TMPDIR="$out/tmpd" "$build/bench/wl_programs" --prog perl --n 10 >/dev/null 2>"$out/err4" \

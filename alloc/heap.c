@@ -581,11 +581,6 @@ static tp_hpage_t *find_run(size_t n, size_t align) {
   return NULL;
 }
 
-/* Takes hpages [a, a + n hpages) for a large run: reserved and unused ones, on the lists or
- * never used past a cursor already moved beyond them. Backs the FREE ones (`adding`: the bytes
- * the run adds, for want_source) and marks the first the run's head when `head`, the others
- * its tail; clears *zero when one held data before. Out of memory even for 4 KiB pages: every
- * one goes back (those taken so far empty, the others on their lists) and it returns -1. */
 /* The hpages of a large run not backed yet, but its 4 KiB tail, go on the pool in stretches
  * reserved at once and faulted in as touched (os.c, _tp_os_back_lazy), when the run's source
  * is the pool; what that cannot map, back() backs one hpage at a time. */
@@ -617,6 +612,12 @@ static void back_large_lazily(uintptr_t a, size_t n, size_t adding, int tail4k) 
   }
 }
 
+/* Takes hpages [a, a + n hpages) for a large run: reserved and unused ones, on the lists or
+ * never used past a cursor already moved beyond them. Backs the FREE ones (`adding`: the bytes
+ * the run adds, for want_source) and marks the first the run's head when `head`, the others
+ * its tail (a head's FREE ones first through back_large_lazily); clears *zero when one held
+ * data before. Out of memory even for 4 KiB pages: every
+ * one goes back (those taken so far empty, the others on their lists) and it returns -1. */
 static int take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, int *zero) {
   if (head) back_large_lazily(a, n, adding, tail4k);
   for (size_t i = 0; i < n; i++) {

@@ -320,8 +320,8 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
  * to the OS (rereserve), and held like claimed ones (pool_max). Before a fork the heap faults
  * in what is still untouched (_tp_heap_prefork): a child has no reservation of its own. */
 int _tp_os_back_lazy(void *addr, size_t len, int node) {
-  size_t n = len / TP_HPAGE;
-  if (windows_off || _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + n > _tp_opt.pool_max || cow_short()) return -1;
+  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + len / TP_HPAGE; /* with these */
+  if (windows_off || held > _tp_opt.pool_max || cow_short()) return -1;
   int fd = window_file();
   if (fd < 0) return -1;
   void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, (off_t)(uintptr_t)addr);
@@ -331,7 +331,6 @@ int _tp_os_back_lazy(void *addr, size_t len, int node) {
   }
   for (size_t o = 0; o < len; o += TP_HPAGE) rec((char *)addr + o)->window = 0;
   apply_numa(addr, len, node);
-  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + n;
   if (held > _tp_os.pool_peak) _tp_os.pool_peak = held;
   _tp_os.hugetlb_lazy++;
   return 0;

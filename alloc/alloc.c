@@ -230,9 +230,9 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   return p;
 }
 
-static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, int zero) {
+static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero) {
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
-  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_MEDIUM, n, 0, TP_BIG_META, 0);
+  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_MEDIUM, n, align, TP_BIG_META, 0);
   if (s == NULL) return enomem();
   s->size = n * (uint32_t)TP_SLOT;
   s->nobj = 1;
@@ -279,8 +279,8 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
     return p;
   }
   if (align > 16) {
-    /* Up to 64 KiB a class that is a multiple of the alignment keeps every object aligned:
-     * slabs start on 64 KiB. */
+    /* Up to a slot (32 KiB) a class that is a multiple of the alignment keeps every object
+     * aligned: slabs start on a slot. Up to 64 KiB a medium run starts at an aligned slot. */
     if (align <= TP_SLOT && req <= TP_SMALL_MAX) {
       size_t r = (req + align - 1) & ~(align - 1);
       if (r <= TP_SMALL_MAX) {
@@ -288,11 +288,11 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
         if (_tp_classes[c].size % align == 0) return alloc_small(tc, g, c, size, zero);
       }
     }
-    if (align <= TP_SLOT && req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, zero);
+    if (align <= TP_RUN_ALIGN_MAX && req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, align, zero);
     return alloc_large(tc, g, req, align, zero);
   }
   if (req <= TP_SMALL_MAX) return alloc_small(tc, g, _tp_class_of(req), size, zero);
-  if (req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, zero);
+  if (req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, 0, zero);
   return alloc_large(tc, g, req, TP_HPAGE, zero);
 }
 
@@ -598,8 +598,8 @@ static inline int pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
 /* Alignments up to 16 are every block's: the malloc hit serves them. */
 static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
   if (alignment <= 16) return malloc_ra(size, ra);
-  /* Up to 64 KiB, a class whose size is a multiple of the alignment is aligned by itself (slabs
-   * start on 64 KiB): the malloc hit of the rounded size. */
+  /* Up to a slot (32 KiB), a class whose size is a multiple of the alignment is aligned by
+   * itself (slabs start on a slot): the malloc hit of the rounded size. */
   if (alignment <= TP_SLOT && size <= TP_FAST_BIG) {
     size_t r = (size + alignment - 1) & ~(alignment - 1);
     if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);

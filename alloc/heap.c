@@ -211,7 +211,7 @@ static void promote_start_pages(void) {
     if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE) continue;
     size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
     unsigned full = (unsigned)(((touched < TP_HPAGE ? touched : TP_HPAGE) + TP_SLOT - 1) / TP_SLOT); /* slots */
-    if (!_tp_policy_promote_start(h->nused, full, backed, promoted_room)) continue;
+    if (!_tp_policy_promote_start(h->nused, full, backed, promoted_room, h->owner == TP_SHARED_GROUP)) continue;
     promoted_room += (size_t)(TP_SLOTS - full) * TP_SLOT;
     h->start = 0;
     collapse(h);
@@ -502,20 +502,24 @@ static tp_hpage_t *borrow_holes(const tp_group_t *g, unsigned n, int *slot, tp_g
   return best;
 }
 
-/* Carves a run of n slots for group g (heap lock held). Returns the slot run's address, fills
- * *hp_out and *slot_out, and sets *zeroed when the memory is known to be zero. */
-static void *alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigned *slot_out, int *zeroed) {
+/* Carves a run of n slots for group g, starting at a multiple of `step` slots (a medium block
+ * aligned past a slot), heap lock held. Returns the slot run's address, fills *hp_out and
+ * *slot_out, and sets *zeroed when the memory is known to be zero. */
+static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **hp_out, unsigned *slot_out, int *zeroed) {
   tp_group_t *owner = g->exclusive ? g : &_tp_shared_group;
   int slot = -1;
   tp_hpage_t *h = NULL;
   /* A young group keeps to the shared hpage it already uses: its first slabs stay together. */
   tp_hpage_t *y = g->exclusive ? NULL : g->young_hp;
-  if (y && y->state == TP_HP_ACTIVE && y->owner == TP_SHARED_GROUP && (slot = _tp_slots_find_run(y->used_mask, n)) >= 0)
+  if (y && y->state == TP_HP_ACTIVE && y->owner == TP_SHARED_GROUP &&
+      (slot = _tp_slots_find_run_step(y->used_mask, n, step)) >= 0)
     h = y;
+  else if (step > 1)
+    h = _tp_filler_pick_step(&owner->filler, n, step, &slot); /* rare: no borrowing */
   else
     h = _tp_filler_pick(&owner->filler, n, &slot);
-  if (h == NULL && owner == &_tp_shared_group) h = borrow_idle_room(n, &slot, &owner);
-  if (h == NULL) h = borrow_holes(g, n, &slot, &owner);
+  if (h == NULL && step == 1 && owner == &_tp_shared_group) h = borrow_idle_room(n, &slot, &owner);
+  if (h == NULL && step == 1) h = borrow_holes(g, n, &slot, &owner);
   if (h == NULL) {
     /* An explicit group starts small: its first hpage is on 4 KiB pages, resident only where
      * used, and is collapsed into a huge page when the group takes a second one (it is full
@@ -540,7 +544,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, tp_hpage_t **hp_out, unsigne
     _tp_filler_insert(&owner->filler, h);
     slot = 0;
   }
-  uint32_t bits = (n == TP_SLOTS) ? TP_ALL_SLOTS : (((1u << n) - 1) << slot);
+  tp_slotmask_t bits = TP_SLOT_RUN(slot, n);
   *zeroed = (h->fresh_mask & bits) == bits;
   h->fresh_mask &= ~bits;
   _tp_filler_update(&owner->filler, h, (unsigned)slot, n, 1);
@@ -715,7 +719,7 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
     }
   } else {
     unsigned slot;
-    mem = alloc_slots(g, (unsigned)n, &h, &slot, &zeroed);
+    mem = alloc_slots(g, (unsigned)n, align > TP_SLOT ? (unsigned)(align / TP_SLOT) : 1, &h, &slot, &zeroed);
     if (mem) {
       s->nslots = (uint8_t)n;
       s->first_slot = (uint8_t)slot;
@@ -791,7 +795,7 @@ int _tp_run_grow(tp_slab_t *s, size_t n) {
   }
   unsigned first = s->first_slot, have = s->nslots;
   if (s->kind != TP_SLAB_MEDIUM || n <= have || first + n > TP_SLOTS) return 0;
-  uint32_t bits = (((uint32_t)1 << (n - have)) - 1) << (first + have); /* n - have < 32 */
+  tp_slotmask_t bits = TP_SLOT_RUN(first + have, n - have); /* n - have < TP_SLOTS */
   tp_hpage_t *h = s->hp;
   _tp_lock(&_tp_heap_lock);
   int ok = (h->used_mask & bits) == 0;

@@ -1,6 +1,6 @@
 /* tlbpack internal types and cross-file functions (_tp_ prefix). Not installed.
  *
- * Memory flows OS -> huge pages (2 MiB, "hpages") -> slot runs (64 KiB slots, 32 per hpage)
+ * Memory flows OS -> huge pages (2 MiB, "hpages") -> slot runs (32 KiB slots, 64 per hpage)
  * -> slabs of one size class -> objects. All metadata lives out of band (meta.c), reached
  * from an address through a two-level map: 1 GiB blocks -> 512 hpage records.
  */
@@ -24,23 +24,38 @@
 #define TP_HPAGE_SHIFT 21
 #define TP_HPAGE ((size_t)1 << TP_HPAGE_SHIFT)
 #define TP_GIB ((size_t)1 << 30)
-#define TP_SLOT_SHIFT 16
+/* Slots of 32 KiB: every (group, class) pair starts with a slab of at least one slot, so the
+ * slot bounds what a program pays per pair in memory (a program's pairs' first slabs, mostly
+ * empty, filled its huge pages: 64 KiB slots held redis at 46.7 MiB against jemalloc's 38.9,
+ * 32 KiB slots at 44.7, and the 13 programs of tlbbench at a memory geomean of 1.09x
+ * jemalloc's against 1.07x; 16 KiB slots, with 128-bit masks, 1.06x but perl and lua
+ * higher). */
+#define TP_SLOT_SHIFT 15
 #define TP_SLOT ((size_t)1 << TP_SLOT_SHIFT)
-#define TP_SLOTS (TP_HPAGE / TP_SLOT) /* 32 */
+#define TP_SLOTS (TP_HPAGE / TP_SLOT) /* 64 */
 #define TP_PAGE 4096
 #define TP_BLOCK_SHIFT 30 /* the address map's first level: 1 GiB */
 #define TP_MAP_ENTRIES ((size_t)1 << (47 - TP_BLOCK_SHIFT))
-#define TP_ALL_SLOTS 0xffffffffu
+typedef uint64_t tp_slotmask_t; /* one bit per slot of an hpage */
+static inline int _tp_slots_ctz(tp_slotmask_t m) { return __builtin_ctzll(m); }
+static inline unsigned _tp_slots_count(tp_slotmask_t m) { return (unsigned)__builtin_popcountll(m); }
+_Static_assert(TP_SLOTS == 8 * sizeof(tp_slotmask_t), "an hpage's slots are the bits of a mask");
+#define TP_ALL_SLOTS (~(tp_slotmask_t)0)
+/* Slots [slot, slot + n) of an hpage, 0 < n <= TP_SLOTS. */
+#define TP_SLOT_RUN(slot, n) ((n) >= TP_SLOTS ? TP_ALL_SLOTS : ((((tp_slotmask_t)1 << (n)) - 1) << (slot)))
 
 /* ---- size classes (sizeclass.c) ------------------------------------------------------ */
 #define TP_NCLASSES 52
 #define TP_SMALL_MAX ((size_t)256 << 10) /* largest slab class */
 #define TP_MEDIUM_MAX (TP_HPAGE - TP_SLOT) /* larger requests get whole hpages */
+/* Medium runs start at a multiple of the alignment up to this (64 KiB: a slot, or two); past
+ * it, and past TP_MEDIUM_MAX, a block is a large run on whole hpages. */
+#define TP_RUN_ALIGN_MAX ((size_t)64 << 10)
 
 typedef struct tp_class_s {
   uint32_t size;   /* object size */
   uint32_t nobj;   /* objects per slab */
-  uint8_t nslots;  /* slab length in 64 KiB slots */
+  uint8_t nslots;  /* slab length in slots */
   uint8_t nwords;  /* bitmap words */
   uint16_t tcache_cap;   /* a refill takes half of it (small classes: whole bitmap words up to it) */
   uint16_t tcache_limit; /* freed blocks a thread's bin holds before half go back (>= tcache_cap) */
@@ -131,7 +146,7 @@ int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
 int _tp_policy_keep_large_run(size_t run_pool_bytes, size_t retain_bytes, long pool_free_pages) TP_INTERNAL;
 int _tp_policy_free_remote(uint32_t size) TP_INTERNAL; /* slab_new sets the slab's remote_mask from it */
 
-int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added) TP_INTERNAL;
+int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added, int shared) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
 int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;
@@ -261,8 +276,8 @@ struct tp_hpage_s {
   uint8_t lazy;          /* on the pool, reserved, faulted in as touched (_tp_os_back_lazy) */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
-  uint32_t used_mask;    /* bit i: slot i carved */
-  uint32_t fresh_mask;   /* bit i: slot i untouched since backing (reads as zero) */
+  tp_slotmask_t used_mask;  /* bit i: slot i carved */
+  tp_slotmask_t fresh_mask;  /* bit i: slot i untouched since backing (reads as zero) */
   tp_slab_t **slot_slab;  /* its TP_SLOTS entries in the block's flat slab map */
   tp_hpage_t *next, *prev;
   uintptr_t addr;
@@ -272,7 +287,7 @@ struct tp_hpage_s {
 
 enum { TP_LIST_NONE = 0, TP_LIST_FREE, TP_LIST_EMPTY, TP_LIST_FILLER };
 
-/* One per GiB of address space: the slab of every 64 KiB slot, flat (what free reads), then the
+/* One per GiB of address space: the slab of every slot, flat (what free reads), then the
  * hpage records. */
 #define TP_BLOCK_SLOTS (1u << (TP_BLOCK_SHIFT - TP_SLOT_SHIFT))
 typedef struct tp_block_s {
@@ -310,15 +325,20 @@ static inline tp_hpage_t *_tp_hpage_of(const void *p) {
  * Pure bookkeeping over tp_hpage_t records: unit-testable at fake addresses. */
 typedef struct tp_filler_s {
   tp_hpage_t *bucket[TP_SLOTS + 1]; /* by nused; bucket[TP_SLOTS] holds full hpages */
+  uint64_t nonempty;                /* bit u: bucket[u] holds an hpage (u < TP_SLOTS) */
   size_t hpages;
   size_t used;                      /* slots used in its hpages */
 } tp_filler_t;
 
-int _tp_slots_find_run(uint32_t used_mask, unsigned n); /* first index of n free slots, -1 */
+int _tp_slots_find_run(tp_slotmask_t used_mask, unsigned n); /* first index of n free slots, -1 */
+/* The same among runs that start at a multiple of `step` slots (a power of two). */
+int _tp_slots_find_run_step(tp_slotmask_t used_mask, unsigned n, unsigned step);
 void _tp_filler_insert(tp_filler_t *f, tp_hpage_t *h) TP_INTERNAL;
 void _tp_filler_remove(tp_filler_t *f, tp_hpage_t *h) TP_INTERNAL;
 /* The fullest hpage with a run of n free slots, or NULL. */
 tp_hpage_t *_tp_filler_pick(tp_filler_t *f, unsigned n, int *slot) TP_INTERNAL;
+/* The same for a run that starts at a multiple of `step` slots (a power of two). */
+tp_hpage_t *_tp_filler_pick_step(tp_filler_t *f, unsigned n, unsigned step, int *slot) TP_INTERNAL;
 /* The same among hpages with min_used to max_used slots used, those on 4 KiB pages left out
  * when skip_4k. */
 tp_hpage_t *_tp_filler_pick_within(tp_filler_t *f, unsigned n, int min_used, int max_used, int skip_4k,

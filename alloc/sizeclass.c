@@ -1,5 +1,5 @@
 /* Size classes: 16..128 in steps of 16, then four classes per power of two up to 256 KiB.
- * Each class's slab is the shortest run of 64 KiB slots that wastes at most 1/8 of itself. */
+ * Each class's slab is the shortest run of 32 KiB slots that wastes at most 1/8 of itself. */
 #include "internal.h"
 
 tp_class_t _tp_classes[TP_NCLASSES];

@@ -120,10 +120,10 @@ Test(api, aligned_blocks_up_to_64_kib_are_aligned_and_hold_their_size) {
   }
 }
 
-/* Alignments of 8-64 KiB are size classes too (slabs start on 64 KiB, and a class that is a
- * multiple of the alignment keeps every object aligned): a block takes its class, not a 64 KiB
- * run of its own. Before, posix_memalign(8192, 8192) took a slot each: 5000 of them held
- * 316 MB against jemalloc's 44. */
+/* Alignments of 8 KiB up to a slot are size classes too (slabs start on a slot, and a class
+ * that is a multiple of the alignment keeps every object aligned): a block takes its class,
+ * not a slot of its own. Before, posix_memalign(8192, 8192) took a slot each: 5000 of them
+ * held 316 MB against jemalloc's 44. */
 Test(api, blocks_aligned_to_8_to_32_kib_share_slots) {
   for (size_t al = 8192; al <= 32768; al *= 2) {
     enum { N = 32 };
@@ -135,16 +135,34 @@ Test(api, blocks_aligned_to_8_to_32_kib_share_slots) {
       cr_assert_eq((uintptr_t)p[k] % al, 0);
       cr_assert_eq(tp_malloc_usable_size(p[k]), al, "posix_memalign(%zu, %zu): %zu usable", al, al,
                    tp_malloc_usable_size(p[k]));
-      uintptr_t s = (uintptr_t)p[k] >> 16;
+      uintptr_t s = (uintptr_t)p[k] >> TP_SLOT_SHIFT;
       int seen = 0;
       for (unsigned j = 0; j < distinct; j++) seen |= slot[j] == s;
       if (!seen) slot[distinct++] = s;
     }
-    /* 64 KiB / al blocks a slot: N of them fill N * al / 64 KiB slots (one more for a slab
+    /* TP_SLOT / al blocks a slot: N of them fill N * al / TP_SLOT slots (one more for a slab
      * that other tests left partly used) */
-    cr_assert_leq(distinct, N * al / 65536 + 1, "%u slots for %d blocks aligned to %zu", distinct, N, al);
+    cr_assert_leq(distinct, N * al / TP_SLOT + 1, "%u slots for %d blocks aligned to %zu", distinct, N, al);
     for (int k = 0; k < N; k++) tp_free(p[k]);
   }
+}
+
+/* An alignment past a slot, up to 64 KiB, is a medium run that starts at a multiple of it:
+ * posix_memalign(65536, 100) takes one slot, not a huge page. */
+Test(api, a_block_aligned_to_64_kib_is_a_medium_run_at_an_aligned_slot) {
+  if (TP_SLOT >= ((size_t)64 << 10)) return; /* slots are 64 KiB: a size class serves it */
+  enum { N = 40 };
+  void *p[N];
+  for (int k = 0; k < N; k++) {
+    cr_assert_eq(tp_posix_memalign(&p[k], 65536, 100 + (size_t)k * 1000), 0);
+    cr_assert_eq((uintptr_t)p[k] % 65536, 0, "posix_memalign(65536) = %p", p[k]);
+    tp_slab_t *s = _tp_slab_of(p[k]);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->kind, TP_SLAB_MEDIUM, "an aligned block of %d B is of kind %d", 100 + k * 1000, s->kind);
+    cr_assert_eq(s->nslots, (100 + k * 1000 + TP_SLOT - 1) / TP_SLOT, "%u slots for %d bytes", s->nslots, 100 + k * 1000);
+    memset(p[k], 0x5a, 100 + (size_t)k * 1000);
+  }
+  for (int k = 0; k < N; k++) tp_free(p[k]);
 }
 
 Test(api, posix_memalign_rejects_bad_alignments_with_einval) {
@@ -519,30 +537,32 @@ Test(api, realloc_grows_a_medium_block_in_place_while_the_next_slots_are_free) {
   TP_NEEDS_NO_THREAD_GROUPS();
   size_t before = 0, after = 0;
   tp_stats_t st;
-  char *p = tp_malloc(300 << 10); /* 5 slots */
+  const unsigned na = (unsigned)(((300 << 10) + TP_SLOT - 1) / TP_SLOT), nb = (unsigned)(((440 << 10) + TP_SLOT - 1) / TP_SLOT);
+  char *p = tp_malloc(300 << 10); /* na slots */
   tp_slab_t *s = _tp_slab_of(p);
   cr_assert_eq(s->kind, TP_SLAB_MEDIUM);
-  cr_assert_leq(s->first_slot + 8u, TP_SLOTS, "the run starts at slot %u: no room after it to test", s->first_slot);
+  cr_assert_eq(s->nslots, na);
+  cr_assert_leq(s->first_slot + nb + 1, TP_SLOTS, "the run starts at slot %u: no room after it to test", s->first_slot);
   tp_hpage_t *h = s->hp;
-  for (unsigned i = s->first_slot + 5u; i < s->first_slot + 8u; i++)
+  for (unsigned i = s->first_slot + na; i < s->first_slot + nb + 1; i++)
     cr_assert_null(h->slot_slab[i], "slot %u after the new run is taken", i);
   memset(p, 7, 300 << 10);
   size_t slabs = _tp_groups[s->group]->slab_bytes;
   tp_stats_get(&st);
   before = st.live_bytes;
-  char *q = tp_realloc(p, 440 << 10); /* 7 slots */
+  char *q = tp_realloc(p, 440 << 10); /* nb slots */
   cr_assert_eq(q, p, "the block moved although the slots after it were free");
-  cr_assert_eq(s->nslots, 7);
-  cr_assert_eq(tp_malloc_usable_size(q), (size_t)7 << 16);
+  cr_assert_eq(s->nslots, nb);
+  cr_assert_eq(tp_malloc_usable_size(q), (size_t)nb * TP_SLOT);
   cr_assert_eq(_tp_slab_of(q + (430 << 10)), s, "the page map does not know the new slots");
-  cr_assert_eq(_tp_groups[s->group]->slab_bytes, slabs + 2 * TP_SLOT);
+  cr_assert_eq(_tp_groups[s->group]->slab_bytes, slabs + (nb - na) * TP_SLOT);
   tp_stats_get(&st);
   after = st.live_bytes;
-  cr_assert_eq(after - before, (size_t)2 << 16, "live bytes grew by %zu", after - before);
+  cr_assert_eq(after - before, (size_t)(nb - na) * TP_SLOT, "live bytes grew by %zu", after - before);
   for (size_t i = 0; i < (300 << 10); i += 4096) cr_assert_eq(q[i], 7);
   memset(q, 8, 440 << 10);
   /* The slot after it taken: the block moves, contents kept, and its old slots are freed. */
-  void *next = (void *)(s->base + 7 * TP_SLOT);
+  void *next = (void *)(s->base + nb * TP_SLOT);
   enum { K = 64 };
   void *m[K];
   int nm = 0, blocked = 0;

@@ -126,37 +126,54 @@ Test(policy, site_class_keys_name_the_site_and_the_class_apart_from_the_whole_si
   for (unsigned c = 0; c < TP_NCLASSES; c++) cr_assert_eq(_tp_class_of(_tp_class_size(c)), c);
 }
 
+/* Slot counts are in TP_SLOTS (64 slots of 32 KiB); the bounds are in bytes. */
 Test(policy, a_start_page_is_collapsed_when_3_4_touched_or_when_its_free_room_is_1_32_of_the_heap) {
-  size_t start = (size_t)8 << 20, slot = (size_t)64 << 10;
-  cr_assert(_tp_policy_promote_start(24, 24, start + (2u << 20), 0));
-  cr_assert(_tp_policy_promote_start(24, 24, start + (2u << 20), start), "a 3/4 full page, whatever was added");
-  cr_assert_not(_tp_policy_promote_start(23, 23, start + (2u << 20), 0));
-  cr_assert_not(_tp_policy_promote_start(20, 20, 12 * slot * 32 - 1, 0), "768 KiB free on a heap under 24 MiB");
-  cr_assert(_tp_policy_promote_start(20, 20, 12 * slot * 32, 0), "768 KiB free on a 24 MiB heap");
-  cr_assert_not(_tp_policy_promote_start(1, 1, 31 * slot * 32 - 1, 0));
-  cr_assert(_tp_policy_promote_start(1, 1, 31 * slot * 32, 0), "a sparse page once the heap is 62 MiB");
-  cr_assert_not(_tp_policy_promote_start(0, 0, (size_t)1 << 40, 0), "an empty one is not collapsed");
+  const unsigned H = TP_SLOTS, k = (unsigned)((768u << 10) / TP_SLOT); /* k slots: 768 KiB */
+  size_t start = (size_t)8 << 20, slot = TP_SLOT;
+  cr_assert(_tp_policy_promote_start(3 * H / 4, 3 * H / 4, start + (2u << 20), 0, 0));
+  cr_assert(_tp_policy_promote_start(3 * H / 4, 3 * H / 4, start + (2u << 20), start, 0), "a 3/4 full page, whatever was added");
+  cr_assert_not(_tp_policy_promote_start(3 * H / 4 - 1, 3 * H / 4 - 1, start + (2u << 20), 0, 0));
+  cr_assert_not(_tp_policy_promote_start(H - k, H - k, k * slot * 32 - 1, 0, 0), "768 KiB free on a heap under 24 MiB");
+  cr_assert(_tp_policy_promote_start(H - k, H - k, k * slot * 32, 0, 0), "768 KiB free on a 24 MiB heap");
+  cr_assert_not(_tp_policy_promote_start(1, 1, (H - 1) * slot * 32 - 1, 0, 0));
+  cr_assert(_tp_policy_promote_start(1, 1, (H - 1) * slot * 32, 0, 0), "a sparse page once the heap is 32x its room");
+  cr_assert_not(_tp_policy_promote_start(0, 0, (size_t)1 << 40, 0, 0), "an empty one is not collapsed");
+}
+
+/* A page the shared group owns is collapsed whatever its free room (its room takes the shared
+ * group's next slabs, while an exclusive group's may never be carved): only the eighth of the
+ * heap bounds it. The index workload's first page: 28 of 64 slots carved, 21 touched. */
+Test(policy, a_shared_start_page_is_not_held_back_by_its_free_room) {
+  const unsigned H = TP_SLOTS, carved = H * 7 / 16, touched = H / 3;
+  size_t heap = (size_t)19 << 20, adds = (H - touched) * TP_SLOT;
+  cr_assert_not(_tp_policy_promote_start(carved, touched, heap, 0, 0), "an exclusive group's page with 1.1 MiB free");
+  cr_assert(_tp_policy_promote_start(carved, touched, heap, 0, 1));
+  cr_assert(_tp_policy_promote_start(carved, touched, heap, heap / 8 - adds, 1), "the eighth, exactly");
+  cr_assert_not(_tp_policy_promote_start(carved, touched, heap, heap / 8 - adds + 1, 1), "past the eighth");
+  cr_assert_not(_tp_policy_promote_start(carved, 0, heap, 0, 1), "nothing touched");
 }
 
 /* What a page holds is what the program touched: a page carved 3/4 but touched half is sparse,
  * and what its collapse adds (the untouched half) counts toward the eighth of the heap. */
 Test(policy, a_start_page_carved_3_4_but_touched_half_is_collapsed_only_within_the_eighth) {
-  size_t slot = (size_t)64 << 10, heap = (size_t)32 << 20; /* 1/8: 4 MiB, 1/32: 1 MiB */
-  cr_assert_not(_tp_policy_promote_start(24, 16, (size_t)8 << 20, 0), "8 free slots on an 8 MiB heap");
-  cr_assert(_tp_policy_promote_start(24, 16, heap, 0));
-  cr_assert(_tp_policy_promote_start(24, 16, heap, heap / 8 - 16 * slot), "16 untouched slots fit the eighth exactly");
-  cr_assert_not(_tp_policy_promote_start(24, 16, heap, heap / 8 - 16 * slot + 1), "past an eighth of the heap");
-  cr_assert_not(_tp_policy_promote_start(24, 0, heap, 0), "nothing touched");
+  const unsigned H = TP_SLOTS;
+  size_t slot = TP_SLOT, heap = (size_t)32 << 20; /* 1/8: 4 MiB, 1/32: 1 MiB */
+  cr_assert_not(_tp_policy_promote_start(3 * H / 4, H / 2, (size_t)8 << 20, 0, 0), "512 KiB free on an 8 MiB heap");
+  cr_assert(_tp_policy_promote_start(3 * H / 4, H / 2, heap, 0, 0));
+  cr_assert(_tp_policy_promote_start(3 * H / 4, H / 2, heap, heap / 8 - H / 2 * slot, 0), "the untouched half fits the eighth exactly");
+  cr_assert_not(_tp_policy_promote_start(3 * H / 4, H / 2, heap, heap / 8 - H / 2 * slot + 1, 0), "past an eighth of the heap");
+  cr_assert_not(_tp_policy_promote_start(3 * H / 4, 0, heap, 0, 0), "nothing touched");
 }
 
 /* Sparse collapses together add at most 1/8 of the heap's backed bytes: a heap of many groups
  * starts on many sparse pages. */
 Test(policy, sparse_start_pages_collapsed_add_at_most_an_eighth_of_the_heap) {
-  size_t slot = (size_t)64 << 10, heap = (size_t)64 << 20; /* 1/8: 8 MiB, 1/32: 2 MiB */
-  cr_assert(_tp_policy_promote_start(4, 4, heap, 0));
-  cr_assert(_tp_policy_promote_start(4, 4, heap, heap / 8 - 28 * slot), "28 slots of room fit the eighth exactly");
-  cr_assert_not(_tp_policy_promote_start(4, 4, heap, heap / 8 - 28 * slot + 1), "past an eighth of the heap");
-  cr_assert_not(_tp_policy_promote_start(4, 4, heap, heap / 8), "four pages of 28 free slots already added");
+  const unsigned H = TP_SLOTS;
+  size_t slot = TP_SLOT, heap = (size_t)64 << 20, room = (H - H / 8) * slot; /* 1/8: 8 MiB, 1/32: 2 MiB */
+  cr_assert(_tp_policy_promote_start(H / 8, H / 8, heap, 0, 0));
+  cr_assert(_tp_policy_promote_start(H / 8, H / 8, heap, heap / 8 - room, 0), "7/8 of a page of room fits the eighth exactly");
+  cr_assert_not(_tp_policy_promote_start(H / 8, H / 8, heap, heap / 8 - room + 1, 0), "past an eighth of the heap");
+  cr_assert_not(_tp_policy_promote_start(H / 8, H / 8, heap, heap / 8, 0), "pages of 7/8 room already added");
 }
 
 Test(policy, a_thread_shares_another_threads_slab_only_once_the_bin_has_2_partial_slabs) {

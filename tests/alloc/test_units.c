@@ -124,17 +124,52 @@ Test(options, a_very_long_string_is_survived) {
 }
 
 /* ---- slot runs and the filler, at fake addresses ------------------------------------------ */
+/* Masks are of TP_SLOTS bits (64: 32 KiB slots); a run may cross bit 31. */
 Test(filler, finds_the_first_run_of_free_slots) {
+  const tp_slotmask_t alt = (tp_slotmask_t)0xF0F0F0F0F0F0F0F0ull;
   cr_assert_eq(_tp_slots_find_run(0, 1), 0);
-  cr_assert_eq(_tp_slots_find_run(0, 32), 0);
-  cr_assert_eq(_tp_slots_find_run(1, 32), -1);
+  cr_assert_eq(_tp_slots_find_run(0, TP_SLOTS), 0);
+  cr_assert_eq(_tp_slots_find_run(1, TP_SLOTS), -1);
   cr_assert_eq(_tp_slots_find_run(0x1, 1), 1);
-  cr_assert_eq(_tp_slots_find_run(0x0000000Fu, 4), 4);
-  cr_assert_eq(_tp_slots_find_run(0xF0F0F0F0u, 4), 0);
-  cr_assert_eq(_tp_slots_find_run(0xF0F0F0F0u, 5), -1);
-  cr_assert_eq(_tp_slots_find_run(0x7FFFFFFFu, 1), 31);
-  cr_assert_eq(_tp_slots_find_run(0x7FFFFFFFu, 2), -1);
-  cr_assert_eq(_tp_slots_find_run(0xFFFFFFFFu, 1), -1);
+  cr_assert_eq(_tp_slots_find_run(0xF, 4), 4);
+  cr_assert_eq(_tp_slots_find_run(alt, 4), 0);
+  cr_assert_eq(_tp_slots_find_run(alt, 5), -1);
+  cr_assert_eq(_tp_slots_find_run(TP_ALL_SLOTS >> 1, 1), TP_SLOTS - 1);
+  cr_assert_eq(_tp_slots_find_run(TP_ALL_SLOTS >> 1, 2), -1);
+  cr_assert_eq(_tp_slots_find_run(TP_ALL_SLOTS, 1), -1);
+  /* slots 30-33 free, every other slot used */
+  cr_assert_eq(_tp_slots_find_run(~TP_SLOT_RUN(30, 4), 4), 30);
+  cr_assert_eq(_tp_slots_find_run(~TP_SLOT_RUN(30, 4), 5), -1);
+  cr_assert_eq(_tp_slots_find_run_step(0x1, 1, 2), 2, "slot 1 is free but odd");
+  cr_assert_eq(_tp_slots_find_run_step(0x5, 2, 2), 4, "slots 0 and 2 used");
+  cr_assert_eq(_tp_slots_find_run_step(~TP_SLOT_RUN(31, 4), 2, 2), 32, "31-32 is free but starts odd");
+  cr_assert_eq(_tp_slots_find_run_step(~TP_SLOT_RUN(31, 3), 2, 2), 32);
+  cr_assert_eq(_tp_slots_find_run_step(~TP_SLOT_RUN(31, 2), 2, 2), -1);
+  cr_assert_eq(TP_SLOT_RUN(0, TP_SLOTS), TP_ALL_SLOTS);
+  cr_assert_eq(TP_SLOT_RUN(TP_SLOTS - 1, 1), (tp_slotmask_t)1 << (TP_SLOTS - 1));
+}
+
+/* The doubling search against a slot-by-slot one, on random masks of every density. */
+Test(filler, the_run_search_agrees_with_a_slot_by_slot_scan) {
+  uint64_t x = 88172645463325252ull;
+  for (int t = 0; t < 3000; t++) {
+    tp_slotmask_t used = 0;
+    for (int k = 0; k < 1 + t % 4; k++) { /* AND / OR of random words: sparse to dense */
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      used = k == 0 ? (tp_slotmask_t)x : t % 2 ? used & (tp_slotmask_t)x : used | (tp_slotmask_t)x;
+    }
+    for (unsigned n = 1; n <= TP_SLOTS; n++)
+      for (unsigned step = 1; step <= 2; step++) {
+        int want = -1;
+        for (unsigned i = 0; i + n <= TP_SLOTS && want < 0; i += step) {
+          unsigned j = 0;
+          while (j < n && !(used >> (i + j) & 1)) j++;
+          if (j == n) want = (int)i;
+        }
+        cr_assert_eq(_tp_slots_find_run_step(used, n, step), want, "mask %#llx, %u slots, step %u",
+                     (unsigned long long)used, n, step);
+      }
+  }
 }
 
 static tp_hpage_t fake[4];
@@ -149,15 +184,15 @@ TestSuite(filler, .init = fake_setup);
 Test(filler, picks_the_fullest_hpage_that_still_has_room) {
   tp_filler_t f = {0};
   for (int i = 0; i < 3; i++) _tp_filler_insert(&f, &fake[i]);
-  _tp_filler_update(&f, &fake[0], 0, 4, 1);   /* 4 used */
-  _tp_filler_update(&f, &fake[1], 0, 20, 1);  /* 20 used */
-  _tp_filler_update(&f, &fake[2], 0, 10, 1);  /* 10 used */
+  _tp_filler_update(&f, &fake[0], 0, TP_SLOTS - 28, 1); /* 28 free */
+  _tp_filler_update(&f, &fake[1], 0, TP_SLOTS - 12, 1); /* 12 free */
+  _tp_filler_update(&f, &fake[2], 0, TP_SLOTS - 22, 1); /* 22 free */
   int slot = -1;
   cr_assert_eq(_tp_filler_pick(&f, 1, &slot), &fake[1]);
-  cr_assert_eq(slot, 20);
+  cr_assert_eq(slot, TP_SLOTS - 12);
   /* A run that only the emptier pages can hold goes to the fullest of those. */
   cr_assert_eq(_tp_filler_pick(&f, 16, &slot), &fake[2]);
-  cr_assert_eq(slot, 10);
+  cr_assert_eq(slot, TP_SLOTS - 22);
   cr_assert_eq(_tp_filler_pick(&f, 28, &slot), &fake[0]);
   cr_assert_null(_tp_filler_pick(&f, 29, &slot));
 }
@@ -167,32 +202,33 @@ Test(filler, picks_the_fullest_hpage_that_still_has_room) {
 Test(filler, picks_within_a_band_of_use_and_can_skip_4k_pages) {
   tp_filler_t f = {0};
   for (int i = 0; i < 4; i++) _tp_filler_insert(&f, &fake[i]);
-  _tp_filler_update(&f, &fake[0], 0, 4, 1);   /* 4 used */
-  _tp_filler_update(&f, &fake[1], 0, 26, 1);  /* 26 used: above the band */
-  _tp_filler_update(&f, &fake[2], 0, 10, 1);  /* 10 used */
-  _tp_filler_update(&f, &fake[3], 0, 16, 1);  /* 16 used, on 4 KiB pages */
+  const int H = TP_SLOTS;
+  _tp_filler_update(&f, &fake[0], 0, H - 28, 1); /* 28 free */
+  _tp_filler_update(&f, &fake[1], 0, H - 6, 1);  /* 6 free: above the band */
+  _tp_filler_update(&f, &fake[2], 0, H - 22, 1); /* 22 free */
+  _tp_filler_update(&f, &fake[3], 0, H - 16, 1); /* 16 free, on 4 KiB pages */
   fake[3].source = TP_SRC_4K;
   int slot = -1;
-  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 23, 0, &slot), &fake[3]);
-  cr_assert_eq(slot, 16);
-  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 23, 1, &slot), &fake[2], "a 4 KiB-backed page was picked");
-  cr_assert_eq(slot, 10);
-  cr_assert_eq(_tp_filler_pick_within(&f, 1, 11, 23, 1, &slot), NULL, "a page under min_used was picked");
-  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 9, 1, &slot), &fake[0], "a page over max_used was picked");
-  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, 32, 0, &slot), &fake[1]);
-  cr_assert_null(_tp_filler_pick_within(&f, 29, 0, 32, 0, &slot));
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, H - 9, 0, &slot), &fake[3]);
+  cr_assert_eq(slot, H - 16);
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, H - 9, 1, &slot), &fake[2], "a 4 KiB-backed page was picked");
+  cr_assert_eq(slot, H - 22);
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, H - 21, H - 9, 1, &slot), NULL, "a page under min_used was picked");
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, H - 23, 1, &slot), &fake[0], "a page over max_used was picked");
+  cr_assert_eq(_tp_filler_pick_within(&f, 1, 0, H, 0, &slot), &fake[1]);
+  cr_assert_null(_tp_filler_pick_within(&f, 29, 0, H, 0, &slot));
 }
 
 Test(filler, buckets_follow_slot_use_and_full_pages_are_skipped) {
   tp_filler_t f = {0};
   _tp_filler_insert(&f, &fake[0]);
   _tp_filler_insert(&f, &fake[1]);
-  _tp_filler_update(&f, &fake[0], 0, 32, 1);
-  cr_assert_eq(fake[0].nused, 32);
+  _tp_filler_update(&f, &fake[0], 0, TP_SLOTS, 1);
+  cr_assert_eq(fake[0].nused, TP_SLOTS);
   int slot;
   cr_assert_eq(_tp_filler_pick(&f, 1, &slot), &fake[1]);
   _tp_filler_update(&f, &fake[0], 8, 2, 0);
-  cr_assert_eq(fake[0].nused, 30);
+  cr_assert_eq(fake[0].nused, TP_SLOTS - 2);
   cr_assert_eq(_tp_filler_pick(&f, 2, &slot), &fake[0]);
   cr_assert_eq(slot, 8);
   _tp_filler_remove(&f, &fake[1]);

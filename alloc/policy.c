@@ -199,17 +199,20 @@ int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avai
  * added 42 MiB to a heap of 166 MiB of runs; with the cap, 24.5 MiB. A slab is carved whole
  * and touched as it fills, so carved slots overstate what a page holds: counted by them,
  * Ghostscript's five start pages were each 3/4 full and their collapse added 4.7 MB that the
- * program had not touched (those counts are of 64 KiB slots, 32 a page). The free room of a
- * page the shared group owns takes the shared group's next slabs once it is a huge page, so
- * it does not hold the collapse back; an exclusive group's may never be carved (redis: a
+ * program had not touched (those counts are of 64 KiB slots, 32 a page). A page the shared
+ * group owns with a quarter of it touched (128 4 KiB TLB entries or more) is collapsed
+ * whatever its free room: once a huge page, its room takes the shared group's next slabs
+ * before any new page is backed, while an exclusive group's may never be carved (redis: a
  * group's start page with 15 of 64 slots carved, collapsed, added 1.6 MiB). With 32 KiB slots
  * the index workload's first page, the shared group's, had 28 of 64 slots carved and 21
- * touched: under the 1/32 bound it stayed on 4 KiB pages, 173 hot TLB entries against 12. */
+ * touched: under the 1/32 bound it stayed on 4 KiB pages, 173 hot TLB entries against 12. A
+ * page with a block or two on it is not worth 2 MiB whoever owns it. */
 int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added, int shared) {
   if (touched >= TP_SLOTS * 3 / 4) return 1;
   size_t room = (size_t)(TP_SLOTS - (carved < TP_SLOTS ? carved : TP_SLOTS)) * TP_SLOT;
   size_t adds = (size_t)(TP_SLOTS - touched) * TP_SLOT;
-  return carved > 0 && touched > 0 && (shared || room * 32 <= heap_bytes) && (added + adds) * 8 <= heap_bytes;
+  int holds_data = shared && touched * 4 >= TP_SLOTS; /* 128 and more 4 KiB TLB entries */
+  return carved > 0 && touched > 0 && (holds_data || room * 32 <= heap_bytes) && (added + adds) * 8 <= heap_bytes;
 }
 
 /* A thread that finds no partial slab of its own or free of other threads shares one only once

@@ -140,9 +140,10 @@ Test(policy, a_start_page_is_collapsed_when_3_4_touched_or_when_its_free_room_is
   cr_assert_not(_tp_policy_promote_start(0, 0, (size_t)1 << 40, 0, 0), "an empty one is not collapsed");
 }
 
-/* A page the shared group owns is collapsed whatever its free room (its room takes the shared
- * group's next slabs, while an exclusive group's may never be carved): only the eighth of the
- * heap bounds it. The index workload's first page: 28 of 64 slots carved, 21 touched. */
+/* A page the shared group owns, a quarter of it touched, is collapsed whatever its free room
+ * (its room takes the shared group's next slabs, while an exclusive group's may never be
+ * carved): only the eighth of the heap bounds it. The index workload's first page: 28 of 64
+ * slots carved, 21 touched. */
 Test(policy, a_shared_start_page_is_not_held_back_by_its_free_room) {
   const unsigned H = TP_SLOTS, carved = H * 7 / 16, touched = H / 3;
   size_t heap = (size_t)19 << 20, adds = (H - touched) * TP_SLOT;
@@ -151,6 +152,9 @@ Test(policy, a_shared_start_page_is_not_held_back_by_its_free_room) {
   cr_assert(_tp_policy_promote_start(carved, touched, heap, heap / 8 - adds, 1), "the eighth, exactly");
   cr_assert_not(_tp_policy_promote_start(carved, touched, heap, heap / 8 - adds + 1, 1), "past the eighth");
   cr_assert_not(_tp_policy_promote_start(carved, 0, heap, 0, 1), "nothing touched");
+  cr_assert_not(_tp_policy_promote_start(carved, H / 4 - 1, heap, 0, 1), "under a quarter touched: the room bound holds");
+  cr_assert(_tp_policy_promote_start(carved, H / 4, heap, 0, 1), "a quarter touched");
+  cr_assert_not(_tp_policy_promote_start(1, 1, heap, 0, 1), "one block on the shared group's page");
 }
 
 /* What a page holds is what the program touched: a page carved 3/4 but touched half is sparse,

@@ -10,12 +10,12 @@ int _tp_slots_find_run_step(tp_slotmask_t used_mask, unsigned n, unsigned step) 
   if (n == 0 || n > TP_SLOTS || step == 0 || step > TP_SLOTS) return -1;
   tp_slotmask_t free_mask = ~used_mask;
   /* Bit i of m survives iff slots i..i+n-1 are all free: after m &= m >> len, bit i says
-   * slots i..i+2len-1 are, so the run length doubles at each step, then the rest. */
+   * slots i..i+2len-1 are, so the run length doubles at each step, then the rest. The shifts
+   * bring in zeros, so no run passes the last slot. */
   tp_slotmask_t m = free_mask;
   unsigned len = 1;
   for (; 2 * len <= n && m; len *= 2) m &= m >> len;
   if (len < n) m &= m >> (n - len);
-  if (n > 1) m &= TP_SLOT_RUN(0, TP_SLOTS - n + 1);
   if (step > 1) {
     tp_slotmask_t starts = 0;
     for (unsigned i = 0; i < TP_SLOTS; i += step) starts |= (tp_slotmask_t)1 << i;
@@ -62,14 +62,16 @@ static uint64_t buckets_within(const tp_filler_t *f, int min_used, int max_used)
  * starts at a multiple of `step`, those on 4 KiB pages left out when skip_4k. */
 static tp_hpage_t *pick(tp_filler_t *f, unsigned n, unsigned step, int min_used, int max_used, int skip_4k, int *slot) {
   if (max_used > (int)TP_SLOTS - (int)n) max_used = (int)TP_SLOTS - (int)n;
-  for (uint64_t b = buckets_within(f, min_used, max_used); b; b &= ~((uint64_t)1 << (63 - __builtin_clzll(b)))) {
-    for (tp_hpage_t *h = f->bucket[63 - __builtin_clzll(b)]; h; h = h->next) {
+  for (uint64_t b = buckets_within(f, min_used, max_used); b;) {
+    int used = 63 - __builtin_clzll(b); /* the fullest bucket left */
+    for (tp_hpage_t *h = f->bucket[used]; h; h = h->next) {
       int s = skip_4k && h->source == TP_SRC_4K ? -1 : _tp_slots_find_run_step(h->used_mask, n, step);
       if (s >= 0) {
         *slot = s;
         return h;
       }
     }
+    b &= ~((uint64_t)1 << used);
   }
   return NULL;
 }

@@ -332,6 +332,16 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
   /* A block for the remote bin, once there is one with room: no record or bin lookups. */
   tp_tgroup_t *tg = tc->groups[s->group];
   tp_tbin_t *r = tg->remote[s->cls], *lb = tg->bins[s->cls];
+  /* A consumer's block (policy.c, _tp_policy_free_remote_stop): its slab's blocks are cached
+   * by whichever thread frees them from now on, in the free hit. */
+  if (r != NULL && _tp_policy_free_remote_stop(r->flushes)) {
+    __atomic_store_n(&s->remote_mask, 0, __ATOMIC_RELAXED);
+    if (lb->top < lb->end) {
+      *lb->top = e;
+      lb->top++;
+      return;
+    }
+  }
   if (r != NULL && r->top + 1 < r->end && !tc->dead && lb != &_tp_tbin_empty &&
       tg->gen == atomic_load_explicit(&_tp_groups[s->group]->gen, memory_order_relaxed) && goes_remote(tc, s, lb)) {
     count_free(tc, s->size);

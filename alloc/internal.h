@@ -144,7 +144,8 @@ int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTE
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;
 int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
 int _tp_policy_keep_large_run(size_t run_pool_bytes, size_t retain_bytes, long pool_free_pages) TP_INTERNAL;
-int _tp_policy_free_remote(uint32_t size) TP_INTERNAL; /* slab_new sets the slab's remote_mask from it */
+int _tp_policy_free_remote(uint32_t size) TP_INTERNAL;
+int _tp_policy_free_remote_stop(uint32_t flushes) TP_INTERNAL; /* goes_remote (alloc.c) */ /* slab_new sets the slab's remote_mask from it */
 
 int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added, int shared) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
@@ -233,7 +234,8 @@ struct tp_slab_s {
   const struct tp_tcache_s *filler;
   /* All ones where a free by a thread other than the filler goes to the remote bin
    * (_tp_policy_free_remote: small slabs of blocks under 64 B), else 0: the free hit tests
-   * ((filler ^ tc) & remote_mask) with one branch (alloc.c, free_in_slab). */
+   * ((filler ^ tc) & remote_mask) with one branch (alloc.c, free_in_slab). Cleared for good
+   * by the first free of a consumer (_tp_policy_free_remote_stop, alloc.c free_small_slow). */
   uintptr_t remote_mask;
   /* The rest the free hit does not read. */
   tp_hpage_t *hp;        /* first hpage */
@@ -518,6 +520,7 @@ typedef struct tp_tbin_s {
    * (UINT64_MAX before any) */
   uint64_t fill_mark, flush_mark;
   uint32_t cap, cls;     /* cap: entries at lo */
+  uint32_t flushes;      /* a remote bin's flushes when full (_tp_policy_free_remote_stop) */
   uintptr_t check;       /* its address xor _tp_free_key: a word that names it is a tag */
   tp_entry_t below;      /* lo[-1] while lo is e, always NULL (so is the word before a grown
                           * array): the free's compare with the top entry needs no count */

@@ -179,6 +179,7 @@ static tp_tbin_t *bin_new(unsigned c, unsigned cap, unsigned limit) {
   b->top = b->lo = b->low = b->e;
   b->end = b->e + limit;
   b->fill_mark = b->flush_mark = UINT64_MAX;
+  b->flushes = 0;
   return b;
 }
 
@@ -293,7 +294,10 @@ void _tp_tbin_remote(tp_tcache_t *tc, unsigned g, unsigned c, tp_entry_t e) {
     return;
   }
   _tp_tbin_push(r, e);
-  if (r->top == r->end) _tp_tbin_flush(tc, g, c, r, 0);
+  if (r->top == r->end) {
+    _tp_tbin_flush(tc, g, c, r, 0);
+    if (r->flushes < UINT32_MAX) r->flushes++;
+  }
 }
 
 void _tp_tcache_flush_all(tp_tcache_t *tc) {
@@ -302,7 +306,10 @@ void _tp_tcache_flush_all(tp_tcache_t *tc) {
     if (tg == &empty_tgroup) continue;
     for (unsigned c = 0; c < TP_NCLASSES; c++) {
       if (real_bin(tg->bins[c])) _tp_tbin_flush(tc, g, c, tg->bins[c], 0);
-      if (tg->remote[c]) _tp_tbin_flush(tc, g, c, tg->remote[c], 0);
+      if (tg->remote[c]) {
+        _tp_tbin_flush(tc, g, c, tg->remote[c], 0);
+        tg->remote[c]->flushes = 0; /* the record's next thread starts sending back again */
+      }
     }
   }
 }

@@ -6,11 +6,12 @@
  *
  * Every free reads metadata (the slab record, its live bytes), so metadata on 4 KiB pages
  * costs TLB entries on the hot path: a big heap's records would need about a thousand. The
- * regions are 2 MiB aligned and advised MADV_HUGEPAGE, so the kernel backs them with
- * transparent huge pages as they are first touched. The first 2 MiB stays on 4 KiB pages, so
- * that a small process does not pay for a 2 MiB page it barely uses; once metadata grows past
- * it, it is collapsed into a huge page too (MADV_COLLAPSE). Under pool:4k metadata stays on
- * 4 KiB pages like the heap. */
+ * regions are 2 MiB aligned, and each 2 MiB unit starts on 4 KiB pages: once the bump pointer
+ * is half way through it (policy.c, _tp_policy_meta_huge; the process's first unit: once it is
+ * full), it is advised MADV_HUGEPAGE and collapsed into a transparent huge page
+ * (MADV_COLLAPSE). A small process does not pay for a 2 MiB page it barely uses, nor a big one
+ * for the 2 MiB its last unit would take if advised before it is touched (jq's 2.4 MB of
+ * metadata sat in 4 MiB). Under pool:4k metadata stays on 4 KiB pages like the heap. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -34,8 +35,7 @@
 
 static tp_lock_t meta_lock = TP_LOCK_INIT;
 static char *cur, *end;
-static char *advised; /* the current region is advised MADV_HUGEPAGE up to here */
-static int first_collapsed;
+static char *advised; /* the current region's units below this are huge pages */
 static void *free_lists[META_BUCKETS];
 static size_t total;
 static struct { char *start, *end; } regions[META_MAX_REGIONS];
@@ -43,8 +43,8 @@ static unsigned nregions;
 
 static int meta_thp(void) { return _tp_opt.pool != TP_POOL_4K; }
 
-/* Bump-allocates from [a, a + len) from now on, advised MADV_HUGEPAGE from `advise_from` on
- * (meta_lock held). */
+/* Bump-allocates from [a, a + len) from now on, its units from `advise_from` on collapsed into
+ * huge pages as they fill (meta_lock held). */
 static void use_region(char *a, size_t len, char *advise_from) {
   cur = a;
   end = a + len;
@@ -67,22 +67,18 @@ static int new_region(size_t size) {
   char *a = (char *)(((uintptr_t)m + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
   if (a > m) munmap(m, (size_t)(a - m));
   if (m + len + TP_HPAGE > a + len) munmap(a + len, (size_t)(m + len + TP_HPAGE - (a + len)));
-  /* the process's first 2 MiB starts on 4 KiB pages */
-  use_region(a, len, nregions == 0 ? a + TP_HPAGE : a);
+  use_region(a, len, a);
   return 0;
 }
 
-/* The 2 MiB units the bump pointer has entered are advised before they are touched. */
+/* The units the bump pointer (p) has filled far enough become huge pages. */
 static void advise_upto(char *p) {
   if (!meta_thp()) return;
-  while (advised < p && advised < end) {
+  while (advised < end && p > advised &&
+         _tp_policy_meta_huge((size_t)(p - advised), advised == regions[0].start)) {
     madvise(advised, TP_HPAGE, MADV_HUGEPAGE);
+    madvise(advised, TP_HPAGE, MADV_COLLAPSE);
     advised += TP_HPAGE;
-  }
-  if (!first_collapsed && total > TP_HPAGE && nregions > 0) {
-    first_collapsed = 1;
-    madvise(regions[0].start, TP_HPAGE, MADV_HUGEPAGE);
-    madvise(regions[0].start, TP_HPAGE, MADV_COLLAPSE);
   }
 }
 

@@ -71,6 +71,13 @@ int _tp_policy_free_remote(uint32_t size) { return size < 64; }
  * path the mispredicted branch alone kept batches-mt at 1.13x. */
 int _tp_policy_free_remote_stop(uint32_t flushes) { return flushes >= 4; }
 
+/* A 2 MiB unit of metadata (meta.c) becomes a huge page once `used` bytes of it are handed out:
+ * half of it, or all of the process's first unit, which a small process never fills. Advised
+ * before they were touched, the units after the first were resident whole from their first
+ * record: jq's 2.4 MB of metadata took 4 MiB. At most 256 TLB entries of 4 KiB for the unit
+ * being filled, for at most 1 MiB of a huge page not used. */
+int _tp_policy_meta_huge(size_t used, int first) { return used >= (first ? TP_HPAGE : TP_HPAGE / 2); }
+
 /* Other groups' holes are filled (heap.c, borrow_holes) once the free slots of the huge pages
  * carved into slot runs are at least one huge page and an eighth of those pages. */
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) {

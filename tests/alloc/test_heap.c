@@ -430,3 +430,32 @@ Test(heap, an_unused_reserved_hpage_goes_to_the_metadata_and_never_back_to_the_h
   for (size_t o = 0; o < TP_HPAGE; o += 4096) cr_assert_eq((unsigned char)m[o], 0xab, "the given hpage was overwritten");
   for (int i = 0; i < 2 * N; i++) tp_free(p[i]);
 }
+
+/* Metadata's 2 MiB units (meta.c): each starts on 4 KiB pages and becomes a huge page once the
+ * bump pointer is half way through it (the process's first unit: once it is full), so a unit
+ * barely used is not resident whole. */
+static size_t meta_fill_to(size_t bytes) {
+  size_t n = 0;
+  while (_tp_meta_bytes() < bytes) {
+    char *p = _tp_meta_alloc(64 << 10); /* above the free lists' sizes: always bumped */
+    cr_assert_not_null(p);
+    memset(p, 1, 64 << 10);
+    n++;
+  }
+  return n;
+}
+Test(heap, a_unit_of_metadata_becomes_a_huge_page_once_half_of_it_is_used) {
+  cr_assert(!_tp_policy_meta_huge(TP_HPAGE - 4096, 1) && _tp_policy_meta_huge(TP_HPAGE, 1), "the first unit: once full");
+  cr_assert(!_tp_policy_meta_huge(TP_HPAGE / 2 - 64, 0) && _tp_policy_meta_huge(TP_HPAGE / 2, 0), "other units: once half used");
+  TP_NEEDS(_tp_opt.pool != TP_POOL_4K, "metadata on huge pages (not pool:4k)");
+  meta_fill_to(TP_HPAGE + (256 << 10));
+  tp_meta_pages_t m;
+  cr_assert_eq(_tp_meta_pages(&m), 0);
+  cr_assert_leq(m.thp_bytes, TP_HPAGE, "the second unit became a huge page with an eighth of it used");
+  cr_assert_leq(m.resident_bytes, TP_HPAGE + (512 << 10), "%zu KiB of metadata resident for %zu KiB used",
+                m.resident_bytes >> 10, _tp_meta_bytes() >> 10);
+  if (m.thp_bytes == 0) return; /* no transparent huge page to be had (THP off, or none free) */
+  meta_fill_to(TP_HPAGE + TP_HPAGE / 2 + (64 << 10));
+  cr_assert_eq(_tp_meta_pages(&m), 0);
+  cr_assert_eq(m.thp_bytes, 2 * TP_HPAGE, "the second unit, half used, is not a huge page (%zu KiB of huge pages)", m.thp_bytes >> 10);
+}

@@ -335,7 +335,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
   /* A consumer's block (policy.c, _tp_policy_free_remote_stop): its slab's blocks are cached
    * by whichever thread frees them from now on, in the free hit. */
   if (r != NULL && _tp_policy_free_remote_stop(r->flushes)) {
-    __atomic_store_n(&s->remote_mask, 0, __ATOMIC_RELAXED);
+    if (s->remote_mask) __atomic_store_n(&s->remote_mask, 0, __ATOMIC_RELAXED); /* a line every free reads */
     if (lb->top < lb->end) {
       *lb->top = e;
       lb->top++;

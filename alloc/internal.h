@@ -146,7 +146,7 @@ int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
 int _tp_policy_keep_large_run(size_t run_pool_bytes, size_t retain_bytes, long pool_free_pages) TP_INTERNAL;
 int _tp_policy_free_remote(uint32_t size) TP_INTERNAL; /* slab_new sets the slab's remote_mask from it */
 int _tp_policy_free_remote_stop(uint32_t flushes) TP_INTERNAL; /* alloc.c, free_small_slow */
-int _tp_policy_meta_huge(size_t used, int first) TP_INTERNAL; /* meta.c: a unit of metadata becomes a huge page */
+int _tp_policy_meta_huge(size_t used, int first, size_t total) TP_INTERNAL; /* meta.c: a unit of metadata becomes a huge page */
 
 int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added, int shared) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,

@@ -75,8 +75,14 @@ int _tp_policy_free_remote_stop(uint32_t flushes) { return flushes >= 4; }
  * half of it, or all of the process's first unit, which a small process never fills. Advised
  * before they were touched, the units after the first were resident whole from their first
  * record: jq's 2.4 MB of metadata took 4 MiB. At most 256 TLB entries of 4 KiB for the unit
- * being filled, for at most 1 MiB of a huge page not used. */
-int _tp_policy_meta_huge(size_t used, int first) { return used >= (first ? TP_HPAGE : TP_HPAGE / 2); }
+ * being filled, for at most 1 MiB of a huge page not used. Once metadata (`total` bytes) is
+ * 8 MiB, a heap of some 400 MiB and more, a unit is a huge page from its first record again: 2
+ * MiB is little beside such a heap, and its 4 KiB pages were not (6 million 100-byte blocks:
+ * 97 TLB entries for 10.9 MB of metadata, 6 advised at once, for 1.7 MB more). */
+int _tp_policy_meta_huge(size_t used, int first, size_t total) {
+  if (first) return used >= TP_HPAGE;
+  return used >= TP_HPAGE / 2 || (used > 0 && total >= 4 * TP_HPAGE);
+}
 
 /* Other groups' holes are filled (heap.c, borrow_holes) once the free slots of the huge pages
  * carved into slot runs are at least one huge page and an eighth of those pages. */

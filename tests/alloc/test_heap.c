@@ -445,8 +445,10 @@ static size_t meta_fill_to(size_t bytes) {
   return n;
 }
 Test(heap, a_unit_of_metadata_becomes_a_huge_page_once_half_of_it_is_used) {
-  cr_assert(!_tp_policy_meta_huge(TP_HPAGE - 4096, 1) && _tp_policy_meta_huge(TP_HPAGE, 1), "the first unit: once full");
-  cr_assert(!_tp_policy_meta_huge(TP_HPAGE / 2 - 64, 0) && _tp_policy_meta_huge(TP_HPAGE / 2, 0), "other units: once half used");
+  size_t small = 3 * TP_HPAGE, big = 4 * TP_HPAGE;
+  cr_assert(!_tp_policy_meta_huge(TP_HPAGE - 4096, 1, small) && _tp_policy_meta_huge(TP_HPAGE, 1, small), "the first unit: once full");
+  cr_assert(!_tp_policy_meta_huge(TP_HPAGE / 2 - 64, 0, small) && _tp_policy_meta_huge(TP_HPAGE / 2, 0, small), "other units: once half used");
+  cr_assert(_tp_policy_meta_huge(64, 0, big) && !_tp_policy_meta_huge(0, 0, big), "past 8 MiB of metadata: at a unit's first record");
   TP_NEEDS(_tp_opt.pool != TP_POOL_4K, "metadata on huge pages (not pool:4k)");
   meta_fill_to(TP_HPAGE + (256 << 10));
   tp_meta_pages_t m;

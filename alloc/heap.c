@@ -514,10 +514,9 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
   if (y && y->state == TP_HP_ACTIVE && y->owner == TP_SHARED_GROUP &&
       (slot = _tp_slots_find_run_step(y->used_mask, n, step)) >= 0)
     h = y;
-  else if (step > 1)
-    h = _tp_filler_pick_step(&owner->filler, n, step, &slot); /* rare: no borrowing */
   else
-    h = _tp_filler_pick(&owner->filler, n, &slot);
+    h = _tp_filler_pick_step(&owner->filler, n, step, &slot);
+  /* Borrowing is for runs at any slot (step > 1 is rare: a medium block aligned past a slot). */
   if (h == NULL && step == 1 && owner == &_tp_shared_group) h = borrow_idle_room(n, &slot, &owner);
   if (h == NULL && step == 1) h = borrow_holes(g, n, &slot, &owner);
   if (h == NULL) {

@@ -410,9 +410,10 @@ static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc);
 /* Every free of a block in slab s: the checks, then the thread's bin (tc: the calling thread's
  * record, or a static one, whose bins are full: the slow path). */
 static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_t *s, tp_tcache_t *tc) {
-  uintptr_t off = (uintptr_t)p - s->base;
-  uintptr_t idx = _tp_obj_index(off, s->recip); /* below 2^24 for a pointer inside the slab */
-  if (TP_UNLIKELY(idx * s->size != off)) {
+  uintptr_t off = (uintptr_t)p - s->base; /* below 2 MiB: p is in one of s's slots */
+  unsigned __int128 m = (unsigned __int128)off * s->recip;
+  uintptr_t idx = (uintptr_t)(m >> 64); /* _tp_obj_index and _tp_obj_start in one multiply */
+  if (TP_UNLIKELY((uint64_t)m >= s->recip)) { /* not a block's start, or recip 0: not small */
     free_other(p, s);
     return;
   }

@@ -60,13 +60,20 @@ typedef struct tp_class_s {
   uint16_t tcache_cap;   /* a refill takes half of it (small classes: whole bitmap words up to it) */
   uint16_t tcache_limit; /* freed blocks a thread's bin holds before half go back (>= tcache_cap) */
   uint16_t tcache_grow;  /* what a bin that keeps overflowing may grow to (tcache.c, _tp_tbin_grow) */
-  uint64_t recip;  /* _tp_obj_index(off, recip) == off / size for off < 2 MiB */
+  uint64_t recip;  /* _tp_obj_index(off, recip) == off / size for off < 2^32 */
 } tp_class_t;
 
-/* An object's index from its offset in its slab, a multiply and a shift instead of a divide:
- * recip is 2^TP_RECIP_SHIFT / size + 1 (sizeclass.c), exact for offsets below 2 MiB. */
-#define TP_RECIP_SHIFT 40
-static inline uintptr_t _tp_obj_index(uintptr_t off, uint64_t recip) { return (off * recip) >> TP_RECIP_SHIFT; }
+/* An object's index from its offset in its slab, one multiply instead of a divide: recip is
+ * 2^64 / size rounded up (sizeclass.c, _tp_recip). The product's high 64 bits are off / size,
+ * and its low 64 bits are below recip exactly when size divides off, for every off and size
+ * below 2^32 (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019): the
+ * free hit gets the index and the test that p starts a block from one `mul`. */
+static inline uint64_t _tp_recip(uint32_t size) { return UINT64_MAX / size + 1; }
+static inline uintptr_t _tp_obj_index(uintptr_t off, uint64_t recip) {
+  return (uintptr_t)(((unsigned __int128)off * recip) >> 64);
+}
+/* Whether off is a multiple of the size whose recip this is (never for recip 0). */
+static inline int _tp_obj_start(uintptr_t off, uint64_t recip) { return (uint64_t)((unsigned __int128)off * recip) < recip; }
 
 extern tp_class_t _tp_classes[TP_NCLASSES] TP_INTERNAL;
 void _tp_classes_init(void) TP_INTERNAL;
@@ -219,8 +226,8 @@ struct tp_slab_s {
   uint32_t size;         /* object size (small), usable bytes (medium / large) */
   uint32_t nobj;
   uint8_t *free_live;    /* what the free hit reads: `live` for small slabs; for the others a
-                          * static 0 byte (their recip is 0, so idx is 0), which sends them to
-                          * the generic free like a dead block */
+                          * static 0 byte, which would send them to the generic free like a dead
+                          * block (their recip is 0: the hit's start test sends them first) */
   uint16_t cls;
   uint16_t group;        /* the group whose bins this slab belongs to */
   uint8_t kind;

@@ -19,7 +19,7 @@ void _tp_classes_init(void) {
     k->nslots = (uint8_t)n;
     k->nobj = (uint32_t)((n * TP_SLOT) / k->size);
     k->nwords = (uint8_t)((k->nobj + 63) / 64);
-    k->recip = ((uint64_t)1 << TP_RECIP_SHIFT) / k->size + 1;
+    k->recip = _tp_recip(k->size);
     /* Thread caches hold more of the small, frequent classes, and none above 64 KiB: a freed
      * block that large, parked in a cache, would pin a whole slab run of its own. */
     k->tcache_cap = k->size <= 1024 ? 64 : k->size <= 16384 ? 16 : k->size <= 65536 ? 4 : 0;

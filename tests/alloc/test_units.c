@@ -37,12 +37,25 @@ Test(sizeclass, reciprocal_divides_exactly_for_every_object_offset) {
     for (uint64_t idx = 0; idx < k->nobj; idx++) {
       uint64_t off = idx * k->size;
       cr_assert_eq(_tp_obj_index(off, k->recip), idx, "class %u idx %lu", c, (unsigned long)idx);
+      cr_assert(_tp_obj_start(off, k->recip), "class %u: offset %lu not a start", c, (unsigned long)off);
       if (k->size > 1) { /* an interior offset never looks like an object start */
         uint64_t in = off + k->size - 1, q = _tp_obj_index(in, k->recip);
         cr_assert(q * k->size != in);
+        cr_assert_eq(q, idx, "class %u: offset %lu in object %lu", c, (unsigned long)in, (unsigned long)idx);
+        cr_assert(!_tp_obj_start(in, k->recip) && !_tp_obj_start(off + 1, k->recip) && !_tp_obj_start(off + k->size / 2, k->recip));
       }
     }
   }
+  /* every offset of a 2 MiB page, for a few sizes (the free hit's test that p starts a block) */
+  uint32_t sizes[] = {16, 48, 80, 112, 640, 1792, 3072, 12288, 28672};
+  for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    uint64_t r = _tp_recip(sizes[i]);
+    uint64_t bad = UINT64_MAX;
+    for (uint64_t off = 0; off < ((uint64_t)2 << 20) && bad == UINT64_MAX; off++)
+      if (_tp_obj_start(off, r) != (off % sizes[i] == 0) || _tp_obj_index(off, r) != off / sizes[i]) bad = off;
+    cr_assert_eq(bad, UINT64_MAX, "size %u, offset %lu", sizes[i], (unsigned long)bad);
+  }
+  cr_assert(!_tp_obj_start(0, 0), "recip 0 (not a small slab) takes no offset as a start");
 }
 
 /* ---- options ----------------------------------------------------------------------------- */

@@ -337,8 +337,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
   if (r != NULL && _tp_policy_free_remote_stop(r->flushes)) {
     if (s->remote_mask) __atomic_store_n(&s->remote_mask, 0, __ATOMIC_RELAXED); /* a line every free reads */
     if (lb->top < lb->end) {
-      *lb->top = e;
-      lb->top++;
+      _tp_tbin_push(lb, e); /* the free hit tagged it for lb already */
       return;
     }
   }
@@ -411,8 +410,10 @@ static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc);
  * record, or a static one, whose bins are full: the slow path). */
 static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_t *s, tp_tcache_t *tc) {
   uintptr_t off = (uintptr_t)p - s->base; /* below 2 MiB: p is in one of s's slots */
+  /* _tp_obj_index and _tp_obj_start written out: called in turn, GCC multiplies twice (75
+   * instructions a malloc(32) + free, not 73) */
   unsigned __int128 m = (unsigned __int128)off * s->recip;
-  uintptr_t idx = (uintptr_t)(m >> 64); /* _tp_obj_index and _tp_obj_start in one multiply */
+  uintptr_t idx = (uintptr_t)(m >> 64);
   if (TP_UNLIKELY((uint64_t)m >= s->recip)) { /* not a block's start, or recip 0: not small */
     free_other(p, s);
     return;
@@ -497,7 +498,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
     return (uintptr_t)p == s->base && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED) ? slab_usable(s) : 0;
   uintptr_t off = (uintptr_t)p - s->base;
   uint32_t idx = (uint32_t)_tp_obj_index(off, s->recip);
-  if ((uintptr_t)idx * s->size != off || idx >= s->nobj) return 0;
+  if (!_tp_obj_start(off, s->recip) || idx >= s->nobj) return 0;
   if (!__atomic_load_n(&s->live[idx], __ATOMIC_RELAXED)) return 0;
   if (_tp_block_cached((uintptr_t)p)) return 0;
   return s->size;

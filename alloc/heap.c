@@ -617,12 +617,12 @@ static void back_large_lazily(uintptr_t a, size_t n, size_t adding, int tail4k) 
 
 /* Takes hpages [a, a + n hpages) for a large run: reserved and unused ones, on the lists or
  * never used past a cursor already moved beyond them. Backs the FREE ones (`adding`: the bytes
- * the run adds, for want_source) and marks the first the run's head when `head`, the others
- * its tail (a head's FREE ones first through back_large_lazily); clears *zero when one held
- * data before. Out of memory even for 4 KiB pages: every
+ * the run adds, for want_source; first through back_large_lazily when `lazy`) and marks the
+ * first the run's head when `head`, the others its tail; clears *zero when one held data
+ * before. Out of memory even for 4 KiB pages: every
  * one goes back (those taken so far empty, the others on their lists) and it returns -1. */
-static int take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, int *zero) {
-  if (head) back_large_lazily(a, n, adding, tail4k);
+static int take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, int lazy, int *zero) {
+  if (lazy) back_large_lazily(a, n, adding, tail4k);
   for (size_t i = 0; i < n; i++) {
     tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
     take_off_list(x);
@@ -666,7 +666,7 @@ static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_ou
     cursor += n * TP_HPAGE;
   }
   int zero = 1;
-  if (take_run(a, n, n * TP_HPAGE, 1, _tp_policy_large_tail_4k(last, _tp_opt.pool == TP_POOL_AUTO), &zero) != 0)
+  if (take_run(a, n, n * TP_HPAGE, 1, _tp_policy_large_tail_4k(last, _tp_opt.pool == TP_POOL_AUTO), 1, &zero) != 0)
     return NULL;
   heap_used_bytes += n * TP_HPAGE;
   *hp_out = _tp_hpage_of((void *)a);
@@ -760,7 +760,16 @@ void _tp_run_release(tp_slab_t *s) {
 
 /* A large run of s->nhpages grows to n hpages in place when the hpages after it are reserved
  * and unused: retained or decommitted ones (on the lists), or never-used ones at the cursor,
- * which then moves past them (heap lock held). */
+ * which then moves past them (heap lock held). When the run grows by at least half
+ * (_tp_policy_grow_lazily), its new hpages on the pool are reserved and faulted in as touched,
+ * in one mapping (back_large_lazily), as a new run's are: a buffer grown by doubling (sqlite3's
+ * sorter, 1 MiB + 8 bytes to 32 MiB + 8) had every new hpage claimed and zeroed at the realloc,
+ * its last for 8 bytes, 14 MiB more than it touched. Smaller steps are claimed one by one from
+ * the windows as before: a mapping per step would let a buffer grown 2 MiB at a time use up
+ * vm.max_map_count, where growth by half keeps them to a logarithm of its size. A growing
+ * buffer's last hpage is not put on 4 KiB pages as a new block's little-used one is: the
+ * buffer grows into it (1 MiB steps to 128 MiB: 26 ms a round, 200 with such tails, faulted
+ * 4 KiB at a time and collapsed at the next step). */
 static int grow_large(tp_slab_t *s, size_t n) {
   uintptr_t end = s->base + (uintptr_t)s->nhpages * TP_HPAGE, new_end = s->base + (uintptr_t)n * TP_HPAGE;
   if (new_end < end || (new_end >> 47) != 0) return 0;
@@ -775,7 +784,8 @@ static int grow_large(tp_slab_t *s, size_t n) {
   }
   if (at_cursor) cursor = new_end; /* on failure the never-used ones go on the lists */
   int zero = 1;
-  if (take_run(end, n - s->nhpages, (size_t)(new_end - end), 0, 0, &zero) != 0) return 0;
+  int lazy = _tp_policy_grow_lazily(s->nhpages, n - s->nhpages);
+  if (take_run(end, n - s->nhpages, (size_t)(new_end - end), 0, 0, lazy, &zero) != 0) return 0;
   /* Its last hpage is no longer a little-used tail: collapsed into a huge page if it can be. */
   tp_hpage_t *t = _tp_hpage_of((void *)(end - TP_HPAGE));
   if (t->tail4k && collapse(t) == 0) t->tail4k = 0;

@@ -100,6 +100,13 @@ int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) {
   return pool_auto && last_bytes > 0 && last_bytes <= TP_HPAGE / 8;
 }
 
+/* A large run of `have` hpages that grows in place by `adding` maps its new pool pages lazily
+ * (reserved, faulted in as touched) when it grows by at least half: a buffer grown by doubling
+ * touches its new half as it fills it. Each lazy mapping is a mapping of its own (hugetlb
+ * mappings never merge), so smaller steps take window pages one by one: a buffer grown 2 MiB at
+ * a time would otherwise add a mapping a step, where growth by half adds a logarithm. */
+int _tp_policy_grow_lazily(size_t have, size_t adding) { return adding > 0 && adding * 2 >= have; }
+
 /* A large run freed whose pool pages are more than retain_mb keeps them (the older empty pages
  * go back first) while the pool has at least as many free pages besides: a program that
  * allocates and frees a buffer over retain_mb in a loop otherwise backed and zeroed it anew

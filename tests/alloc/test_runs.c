@@ -412,3 +412,52 @@ Test(runs, a_large_runs_small_tail_is_backed_alone_and_a_failed_lazy_mapping_bac
   for (unsigned i = 0; i < 10; i++) cr_assert_not(_tp_hpage_of((void *)(t->base + i * TP_HPAGE))->lazy);
   _tp_run_release(t);
 }
+
+/* A large run that grows in place by half or more (a buffer grown by doubling) backs its new
+ * hpages as a new run does: on the pool in one lazy mapping, faulted in as touched; its last
+ * hpage stays a huge page (the buffer grows into it), and an old 4 KiB tail is collapsed. A
+ * smaller step takes window pages one by one, as before. Before, each new hpage was claimed
+ * (and zeroed) at the realloc. */
+Test(runs, a_large_run_that_grows_by_half_backs_its_new_hpages_lazily) {
+  TP_NEEDS_POOL_AUTO();
+  memset(&lazy, 0, sizeof lazy);
+  _tp_os_hooks.back_lazy = fake_back_lazy;
+  fake.source = TP_SRC_HUGETLB;
+  _tp_opt.start_bytes = 0; /* past the start pages */
+  tp_slab_t *s = _tp_run_new(g, TP_SLAB_LARGE, 2, TP_HPAGE, TP_BIG_META, 4096); /* a 4 KiB tail */
+  cr_assert_not_null(s);
+  _tp_run_publish(s);
+  cr_assert_eq(lazy.calls, 1, "%zu lazy mappings for a new run (%zu hpages backed one by one)", lazy.calls, fake.backs);
+  tp_hpage_t *tail = _tp_hpage_of((void *)(s->base + TP_HPAGE));
+  cr_assert(tail->tail4k);
+  size_t backs = fake.backs, p0 = fake.promotes;
+  cr_assert(_tp_run_grow(s, 6), "the hpages after a run at the cursor are never used");
+  cr_assert_eq(s->nhpages, 6);
+  cr_assert_eq(lazy.calls, 2, "%zu lazy mappings: the grown hpages were not mapped lazily", lazy.calls);
+  cr_assert_eq(lazy.bytes, 1 * TP_HPAGE + 4 * TP_HPAGE, "the grow mapped %zu hpages lazily, not 4", lazy.bytes / TP_HPAGE - 1);
+  cr_assert_eq(fake.backs, backs, "%zu hpages backed one by one besides", fake.backs - backs);
+  cr_assert_eq(fake.promotes, p0 + 1, "the old tail was not collapsed");
+  cr_assert_not(tail->tail4k);
+  for (unsigned i = 2; i < 6; i++) {
+    tp_hpage_t *h = _tp_hpage_of((void *)(s->base + i * TP_HPAGE));
+    cr_assert(h->lazy && !h->tail4k && h->source == TP_SRC_HUGETLB && h->state == TP_HP_LARGE_TAIL,
+              "hpage %u: lazy %d tail4k %d source %d state %d", i, h->lazy, h->tail4k, h->source, h->state);
+  }
+  /* By less than half (6 -> 8 hpages): claimed from the windows one by one, no mapping of its own. */
+  cr_assert(_tp_run_grow(s, 8));
+  cr_assert_eq(lazy.calls, 2, "a step of 2 hpages on a run of 6 was mapped lazily");
+  cr_assert_eq(fake.backs - backs, 2);
+  cr_assert_eq(fake.last_want, TP_SRC_HUGETLB);
+  cr_assert_not(_tp_hpage_of((void *)(s->base + 7 * TP_HPAGE))->lazy);
+  _tp_run_release(s);
+}
+
+Test(runs, a_large_run_grows_lazily_by_half_or_more) {
+  cr_assert(_tp_policy_grow_lazily(1, 1));
+  cr_assert(_tp_policy_grow_lazily(2, 1));
+  cr_assert(_tp_policy_grow_lazily(16, 8));
+  cr_assert(_tp_policy_grow_lazily(9, 16));
+  cr_assert_not(_tp_policy_grow_lazily(3, 1));
+  cr_assert_not(_tp_policy_grow_lazily(17, 8));
+  cr_assert_not(_tp_policy_grow_lazily(4, 0));
+}

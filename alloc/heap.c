@@ -403,8 +403,7 @@ static size_t evict_empty_over(size_t limit, size_t adding) {
 
 /* An hpage with nothing left on it: retained for reuse, or given back beyond `budget` bytes of
  * empty pages (retain_mb, or more for a large run: free_large). */
-static void make_empty_within(tp_hpage_t *h, size_t budget) {
-  decay();
+static void clear_empty(tp_hpage_t *h) {
   h->state = TP_HP_EMPTY;
   h->owner = 0;
   h->used_mask = 0;
@@ -412,6 +411,11 @@ static void make_empty_within(tp_hpage_t *h, size_t budget) {
   h->last_use = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   h->last_ms = _tp_os_hooks.now_ms();
   memset(h->slot_slab, 0, TP_SLOTS * sizeof *h->slot_slab);
+}
+
+static void make_empty_within(tp_hpage_t *h, size_t budget) {
+  decay();
+  clear_empty(h);
   /* Over retain_mb, the oldest retained page goes back, not this one: a block freed and
    * allocated again reuses its pages, while pages left over from earlier frees that no later
    * run fits between are given back (a 6 MB block freed and allocated again in a heap where
@@ -647,11 +651,18 @@ static int take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, 
   return 0;
 }
 
+/* Whether the program allocates runs of TP_ONEOFF_LARGE_BYTES or more again soon after one was
+ * given back (policy.c, _tp_policy_give_back_large_run); heap lock. */
+static int large_cycling, large_gave_back;
+static uint64_t large_gave_back_ms;
+
 /* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. Its
  * last hpage, when the block uses `last` bytes of it and that is little (policy.c,
  * _tp_policy_large_tail_4k), is backed by 4 KiB pages if it is not backed already. */
 static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_out, int *zeroed) {
   if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
+  if (!large_cycling && n * TP_HPAGE >= TP_ONEOFF_LARGE_BYTES)
+    large_cycling = _tp_policy_large_cycling(large_gave_back, large_gave_back_ms, _tp_os_hooks.now_ms());
   tp_hpage_t *h = find_run(n, align);
   uintptr_t a;
   if (h != NULL) {
@@ -677,6 +688,18 @@ static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_ou
 static void free_large(tp_hpage_t *h, size_t n) {
   uintptr_t a = h->addr;
   heap_used_bytes -= n * TP_HPAGE;
+  if (h->source != TP_SRC_1G && _tp_policy_give_back_large_run(n * TP_HPAGE, large_cycling)) {
+    decay();
+    for (size_t i = 0; i < n; i++) {
+      tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+      clear_empty(x);
+      decommit(x);
+      put_on_list(x, TP_LIST_FREE);
+    }
+    large_gave_back = 1;
+    large_gave_back_ms = _tp_os_hooks.now_ms();
+    return;
+  }
   size_t pool = 0;
   for (size_t i = 0; i < n; i++) pool += _tp_hpage_of((void *)(a + i * TP_HPAGE))->source == TP_SRC_HUGETLB;
   size_t budget = _tp_opt.retain_bytes;

@@ -151,6 +151,9 @@ int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTE
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;
 int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
 int _tp_policy_grow_lazily(size_t have, size_t adding) TP_INTERNAL;
+#define TP_ONEOFF_LARGE_BYTES ((size_t)8 << 20)
+int _tp_policy_give_back_large_run(size_t run_bytes, int cycling) TP_INTERNAL;
+int _tp_policy_large_cycling(int gave_back, uint64_t gave_back_ms, uint64_t now_ms) TP_INTERNAL;
 int _tp_policy_keep_large_run(size_t run_pool_bytes, size_t retain_bytes, long pool_free_pages) TP_INTERNAL;
 int _tp_policy_free_remote(uint32_t size) TP_INTERNAL; /* slab_new sets the slab's remote_mask from it */
 int _tp_policy_free_remote_stop(uint32_t flushes) TP_INTERNAL; /* alloc.c, free_small_slow */

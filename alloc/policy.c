@@ -107,6 +107,23 @@ int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) {
  * a time would otherwise add a mapping a step, where growth by half adds a logarithm. */
 int _tp_policy_grow_lazily(size_t have, size_t adding) { return adding > 0 && adding * 2 >= have; }
 
+/* A large run of 8 MiB or more freed while the program does not cycle through such runs goes
+ * back to the pool or the OS at once, whatever retain_mb leaves room for: a buffer freed once
+ * (sqlite3's sorter after it built an index: 32 MiB) otherwise sat on up to retain_mb of pool
+ * pages until the retained pages decayed, and they decay only while the program refills its
+ * caches; a program that serves queries from its caches held them for good (sqlite-db at full
+ * scale: 155 MiB against 137 with retain_mb:0; jemalloc 131, which purges a freed block of
+ * 8 MiB or more at once, its oversize_threshold). The program cycles once it allocates such a
+ * run within a second of giving one back (`cycling`, heap.c): from then on they are kept as
+ * before (_tp_policy_keep_large_run), and a loop of malloc(32 MiB) + free pays for fresh pages
+ * once. */
+int _tp_policy_give_back_large_run(size_t run_bytes, int cycling) {
+  return !cycling && run_bytes >= TP_ONEOFF_LARGE_BYTES;
+}
+int _tp_policy_large_cycling(int gave_back, uint64_t gave_back_ms, uint64_t now_ms) {
+  return gave_back && now_ms - gave_back_ms <= 1000;
+}
+
 /* A large run freed whose pool pages are more than retain_mb keeps them (the older empty pages
  * go back first) while the pool has at least as many free pages besides: a program that
  * allocates and frees a buffer over retain_mb in a loop otherwise backed and zeroed it anew

@@ -31,6 +31,27 @@ Test(sizeclass, classes_are_16_byte_multiples_and_waste_at_most_an_eighth_of_a_s
   cr_assert_eq(_tp_classes[TP_NCLASSES - 1].size, TP_SMALL_MAX);
 }
 
+/* From 4 KiB up a class takes the shortest slab of up to 4 slots that wastes at most 1/32, where
+ * one exists (5120 B: 3 slots of 19 blocks, not 1 slot of 6 that left 2 KiB); below, one slot
+ * wherever 1/8 allows it. */
+Test(sizeclass, kilobyte_classes_take_the_shortest_slab_of_up_to_4_slots_that_wastes_a_32nd) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    const tp_class_t *k = &_tp_classes[c];
+    unsigned want = 0;
+    for (unsigned n = 1; k->size >= 4096 && n <= 4 && !want; n++) {
+      size_t bytes = n * TP_SLOT, nobj = bytes / k->size;
+      if (nobj > 0 && (bytes - nobj * k->size) * 32 <= bytes) want = n;
+    }
+    if (want) cr_assert_eq(k->nslots, want, "class %u (%u B): %u slots, %u waste at most 1/32", c, k->size, k->nslots, want);
+    else if (k->size <= TP_SLOT && (TP_SLOT - TP_SLOT / k->size * k->size) * 8 <= TP_SLOT)
+      cr_assert_eq(k->nslots, 1, "class %u (%u B) fits one slot", c, k->size);
+  }
+  unsigned c5 = _tp_class_of(5000);
+  cr_assert_eq(_tp_classes[c5].size, 5120);
+  cr_assert_eq(_tp_classes[c5].nslots, 3);
+  cr_assert_eq(_tp_classes[c5].nobj, 19);
+}
+
 Test(sizeclass, reciprocal_divides_exactly_for_every_object_offset) {
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     const tp_class_t *k = &_tp_classes[c];

@@ -688,10 +688,14 @@ static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_ou
 static void free_large(tp_hpage_t *h, size_t n) {
   uintptr_t a = h->addr;
   heap_used_bytes -= n * TP_HPAGE;
-  if (h->source != TP_SRC_1G && _tp_policy_give_back_large_run(n * TP_HPAGE, large_cycling)) {
+  if (_tp_policy_give_back_large_run(n * TP_HPAGE, large_cycling)) {
     decay();
     for (size_t i = 0; i < n; i++) {
       tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+      if (x->source == TP_SRC_1G) { /* a 1 GiB page is kept whole until exit */
+        make_empty_within(x, _tp_opt.retain_bytes);
+        continue;
+      }
       clear_empty(x);
       decommit(x);
       put_on_list(x, TP_LIST_FREE);

@@ -6,6 +6,11 @@
  *   touch     a 40 MiB block with 1 MiB of it written grows RSS + hugetlb by less than 8 MiB,
  *             and by at least 38 MiB once all of it is written; a fork child writes all of
  *             another such block, of which the parent had written 1 MiB, and exits normally
+ *   grow      a block grown by doubling, 4 MiB + 8 bytes to 32 MiB + 8, in place, with 1 MiB and
+ *             the last byte of each size written, grows RSS + hugetlb by less than 12 MiB (its new
+ *             hpages were claimed whole at each realloc: 28 MiB); a fork child then writes all
+ *             of it and exits normally; freed, the block's pages go back at once (it is 8 MiB
+ *             or more, freed once)
  *   reserved  blocks of 60 MiB until the pool has no room left to reserve another, then one
  *             more (on pages claimed one by one, then THP); every 2 MiB of every block is
  *             written (no SIGBUS); the pool is used, and more than one block is on it */
@@ -73,6 +78,50 @@ static int touch(void) {
   return 0;
 }
 
+static int grow(void) {
+  /* stdio's first fopen takes a slab page; made before the block, it does not sit after it */
+  if (resident_kb() <= 0) return printf("FAIL: cannot read /proc/self/status\n"), 1;
+  size_t n = 4 * MiB;
+  char *b = malloc(n + 8);
+  if (b == NULL) return printf("FAIL: malloc(4 MiB + 8)\n"), 1;
+  sink = b;
+  memset(b, 1, MiB);
+  long r0 = resident_kb();
+  char *first = b;
+  for (n = 8 * MiB; n <= 32 * MiB; n *= 2) {
+    b = realloc(b, n + 8);
+    if (b == NULL) return printf("FAIL: realloc to %zu MiB + 8\n", n / MiB), 1;
+    sink = b;
+    b[n] = 9;
+  }
+  n = 32 * MiB;
+  long r1 = resident_kb();
+  printf("4 -> 32 MiB + 8 by doubling (%s): +%ld kB with 1 MiB and the last bytes written\n",
+         b == first ? "in place" : "moved", r1 - r0);
+  if (b != first) return printf("FAIL: a fresh process's large block did not grow in place\n"), 1;
+  if (r1 - r0 >= 12 * 1024) return printf("FAIL: growing made %ld kB resident that was never written\n", r1 - r0), 1;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    memset(b, 4, n + 8);
+    _exit(b[n] == 4 && b[0] == 4 ? 0 : 3);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid) return printf("FAIL: fork\n"), 1;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return printf("FAIL: the fork child writing the grown block ended with %s %d\n", WIFEXITED(st) ? "status" : "signal",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st)), 1;
+  if (b[0] != 1 || b[n] != 9) return printf("FAIL: the grown block lost its contents\n"), 1;
+  memset(b, 5, n + 8);
+  long r2 = resident_kb();
+  free(b);
+  long r3 = resident_kb();
+  printf("written whole: +%ld kB; freed: -%ld kB\n", r2 - r0, r2 - r3);
+  if (r2 - r3 < 28 * 1024) return printf("FAIL: a 32 MiB block freed once kept %ld kB resident\n", 32 * 1024 - (r2 - r3)), 1;
+  printf("PASS: grow\n");
+  return 0;
+}
+
 static int reserved(void) {
   long free0 = field("/proc/meminfo", "HugePages_Free:");
   if (free0 < 40) return printf("SKIP: %ld free pool pages (40 wanted)\n", free0), 77;
@@ -109,7 +158,8 @@ static int reserved(void) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 2 && strcmp(argv[1], "touch") == 0) return touch();
+  if (argc == 2 && strcmp(argv[1], "grow") == 0) return grow();
   if (argc == 2 && strcmp(argv[1], "reserved") == 0) return reserved();
-  fprintf(stderr, "usage: %s touch|reserved\n", argv[0]);
+  fprintf(stderr, "usage: %s touch|grow|reserved\n", argv[0]);
   return 2;
 }

@@ -8,6 +8,16 @@ uint8_t _tp_fast_class[TP_FAST_N];
 uint8_t _tp_fast_lo[TP_NCLASSES], _tp_fast_end[TP_NCLASSES];
 
 
+/* The shortest run of at most `most` slots that holds a block of `size` and wastes at most
+ * 1/div of itself; 0 when there is none. */
+static unsigned shortest_slab(uint32_t size, unsigned most, unsigned div) {
+  for (unsigned n = 1; n <= most; n++) {
+    size_t bytes = n * TP_SLOT, nobj = bytes / size;
+    if (nobj > 0 && (bytes - nobj * size) * div <= bytes) return n;
+  }
+  return 0;
+}
+
 void _tp_classes_init(void) {
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     tp_class_t *k = &_tp_classes[c];
@@ -18,16 +28,9 @@ void _tp_classes_init(void) {
      * full scale after its queries: 137 MiB, 3 slots of 19 blocks 133, jemalloc 131, whose
      * 5120-byte slabs are 20 KiB). Smaller classes waste little in one slot, and a longer first
      * slab for every group and class would cost programs with many sites more than it saves. */
-    unsigned n = 1;
-    for (; k->size >= 4096 && n <= 4; n++) {
-      size_t bytes = n * TP_SLOT, nobj = bytes / k->size;
-      if (nobj > 0 && (bytes - nobj * k->size) * 32 <= bytes) break;
-    }
-    if (k->size < 4096 || n > 4)
-      for (n = 1; n < TP_SLOTS; n++) {
-        size_t bytes = n * TP_SLOT, nobj = bytes / k->size;
-        if (nobj > 0 && (bytes - nobj * k->size) * 8 <= bytes) break;
-      }
+    unsigned n = k->size >= 4096 ? shortest_slab(k->size, 4, 32) : 0;
+    if (n == 0) n = shortest_slab(k->size, TP_SLOTS - 1, 8);
+    if (n == 0) n = TP_SLOTS;
     k->nslots = (uint8_t)n;
     k->nobj = (uint32_t)((n * TP_SLOT) / k->size);
     k->nwords = (uint8_t)((k->nobj + 63) / 64);

@@ -432,6 +432,15 @@ static void make_empty_within(tp_hpage_t *h, size_t budget) {
 
 static void make_empty(tp_hpage_t *h) { make_empty_within(h, _tp_opt.retain_bytes); }
 
+/* An hpage with nothing left on it goes back to the pool or the OS whatever the budget (a large
+ * run freed once: free_large). */
+static void give_back_empty(tp_hpage_t *h) {
+  decay();
+  clear_empty(h);
+  decommit(h);
+  put_on_list(h, TP_LIST_FREE);
+}
+
 size_t _tp_heap_trim(size_t keep) {
   _tp_lock(&_tp_heap_lock);
   size_t n = evict_empty_over(keep, 0);
@@ -688,29 +697,25 @@ static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_ou
 static void free_large(tp_hpage_t *h, size_t n) {
   uintptr_t a = h->addr;
   heap_used_bytes -= n * TP_HPAGE;
-  if (_tp_policy_give_back_large_run(n * TP_HPAGE, large_cycling)) {
-    decay();
-    for (size_t i = 0; i < n; i++) {
-      tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
-      if (x->source == TP_SRC_1G) { /* a 1 GiB page is kept whole until exit */
-        make_empty_within(x, _tp_opt.retain_bytes);
-        continue;
-      }
-      clear_empty(x);
-      decommit(x);
-      put_on_list(x, TP_LIST_FREE);
-    }
+  size_t budget = _tp_opt.retain_bytes;
+  int all_back = _tp_policy_give_back_large_run(n * TP_HPAGE, large_cycling);
+  if (all_back) {
     large_gave_back = 1;
     large_gave_back_ms = _tp_os_hooks.now_ms();
-    return;
+  } else {
+    size_t pool = 0;
+    for (size_t i = 0; i < n; i++) pool += _tp_hpage_of((void *)(a + i * TP_HPAGE))->source == TP_SRC_HUGETLB;
+    /* The pool's count is read (/proc/meminfo) only for a run over the budget: 0 answers no. */
+    if (_tp_policy_keep_large_run(pool * TP_HPAGE, budget, pool * TP_HPAGE > budget ? _tp_os_hooks.pool_free() : 0))
+      budget = pool * TP_HPAGE;
   }
-  size_t pool = 0;
-  for (size_t i = 0; i < n; i++) pool += _tp_hpage_of((void *)(a + i * TP_HPAGE))->source == TP_SRC_HUGETLB;
-  size_t budget = _tp_opt.retain_bytes;
-  /* The pool's count is read (/proc/meminfo) only for a run over the budget: 0 answers no. */
-  if (_tp_policy_keep_large_run(pool * TP_HPAGE, budget, pool * TP_HPAGE > budget ? _tp_os_hooks.pool_free() : 0))
-    budget = pool * TP_HPAGE;
-  for (size_t i = 0; i < n; i++) make_empty_within(_tp_hpage_of((void *)(a + i * TP_HPAGE)), budget);
+  for (size_t i = 0; i < n; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+    if (all_back && x->source != TP_SRC_1G) /* a 1 GiB page is kept whole until exit */
+      give_back_empty(x);
+    else
+      make_empty_within(x, budget);
+  }
 }
 
 /* ---- runs ---------------------------------------------------------------------------- */

@@ -449,6 +449,33 @@ void _tp_heap_postfork(int child) TP_INTERNAL;
 /* Calls fn for every heap hpage record in address order (heap lock held by caller). */
 void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) TP_INTERNAL;
 
+/* The hpage layer that runs.c carves runs from; every call with the heap lock held. */
+extern size_t _tp_heap_used_bytes TP_INTERNAL; /* slot runs and large runs carved now */
+/* One backed, empty hpage (a retained one first, then address space); `small`: a new one on
+ * 4 KiB pages. NULL when even 4 KiB pages fail. */
+tp_hpage_t *_tp_hpage_get(int small) TP_INTERNAL;
+/* An hpage with nothing left on it: retained, or given back beyond `budget` bytes of retained
+ * empty pages (the oldest go first); _tp_hpage_give_back gives it back whatever the budget. */
+void _tp_hpage_empty(tp_hpage_t *h, size_t budget) TP_INTERNAL;
+void _tp_hpage_give_back(tp_hpage_t *h) TP_INTERNAL;
+/* An hpage on 4 KiB pages collapsed into a huge page (THP), counted as one; 0 on success. */
+int _tp_hpage_collapse(tp_hpage_t *h) TP_INTERNAL;
+/* The address of n reserved, unused hpages aligned to `align` (on the lists, or new address
+ * space past the cursor, which moves past them); 0 when no address space is left. */
+uintptr_t _tp_heap_unused_run(size_t n, size_t align) TP_INTERNAL;
+/* Takes hpages [a, a + n hpages) for a large run: backs the unbacked ones (`adding`: the bytes
+ * the run adds, for the page source; `lazy`: on the pool, reserved at once and faulted in as
+ * touched; `tail4k`: the last on 4 KiB pages), marks the first the run's head when `head` and
+ * the others its tail, and clears *zero when one held data before. -1 when even 4 KiB pages
+ * fail: every hpage goes back where it was. */
+int _tp_heap_take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, int lazy, int *zero) TP_INTERNAL;
+/* Whether the hpages [end, new_end) after a large run are reserved and unused, so that it can
+ * grow over them (never-used ones at the cursor: the cursor moves past them); 1 if so. */
+int _tp_heap_extend_run(uintptr_t end, uintptr_t new_end) TP_INTERNAL;
+/* Takes out of `holes` (free slots) and `pages` the hpages still on 4 KiB start pages, whose
+ * free slots cost nothing until touched. */
+void _tp_heap_start_holes(size_t *holes, size_t *pages) TP_INTERNAL;
+
 typedef struct tp_heap_counters_s {
   size_t pages_by_source[TP_SRC_COUNT]; /* backed hpages now */
   size_t fallbacks;
@@ -460,7 +487,7 @@ typedef struct tp_heap_counters_s {
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
 
-/* ---- runs (heap.c): the one way a slab/run record is created and released ------------
+/* ---- runs (runs.c): the one way a slab/run record is created and released ------------
  * A run is n slots (small, medium, arena) or n whole hpages (large) carved for group g, with
  * a zeroed record of meta_size bytes whose base, group, kind, hp, first_slot / nslots or
  * nhpages, zeroed and meta_size are set. The caller fills in the rest of the record and then

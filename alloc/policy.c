@@ -1,5 +1,5 @@
 /* Placement and caching decisions, as small pure functions of plain values: the mechanisms
- * (group.c, slab.c, tcache.c, alloc.c, heap.c) gather the facts and ask here, and the unit
+ * (group.c, slab.c, tcache.c, alloc.c, heap.c, runs.c) gather the facts and ask here, and the unit
  * tests ask directly (tests/alloc/test_policy.c), with no heap behind them. */
 #include "internal.h"
 
@@ -39,7 +39,7 @@ int _tp_policy_exclusive(int exclusive, size_t slab_bytes, size_t exclusive_byte
 
 /* Idle groups' room: when the shared hpages are full, a new shared slab goes into a free run of
  * a huge page that a site or thread group owns but has stopped filling (no refill in
- * TP_LEND_REFILLS refills of the process), up to 3/4 of that page (heap.c, borrow_idle_room),
+ * TP_LEND_REFILLS refills of the process), up to 3/4 of that page (runs.c, borrow_idle_room),
  * before a new hpage is taken. A site that grew past exclusive_kb and then stopped leaves most
  * of its page free, and a huge page is resident whole (redis at demo scale: a group of 2 used
  * slots of 32. Its layout changes with the environment redis copies at start-up; over sweeps of
@@ -84,14 +84,14 @@ int _tp_policy_meta_huge(size_t used, int first, size_t total) {
   return used >= TP_HPAGE / 2 || (used > 0 && total >= 4 * TP_HPAGE);
 }
 
-/* Other groups' holes are filled (heap.c, borrow_holes) once the free slots of the huge pages
+/* Other groups' holes are filled (runs.c, borrow_holes) once the free slots of the huge pages
  * carved into slot runs are at least one huge page and an eighth of those pages. */
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) {
   return hole_bytes >= TP_HPAGE && hole_bytes * 8 >= page_bytes;
 }
 
 /* The last hpage of a large run, when the block uses at most an eighth of it, is backed by
- * 4 KiB pages under pool:auto (heap.c, alloc_large): a pool page is resident whole from the
+ * 4 KiB pages under pool:auto (runs.c, alloc_large): a pool page is resident whole from the
  * start, and THP faults a whole 2 MiB on the first touch, for the 8 bytes past 2 MiB of a
  * 2 MiB + 8 buffer (sqlite3) or the 128 KiB past 8 MiB of RocksDB's and z3's 8.5 MB blocks
  * (five of them in db_bench: 9.4 MB). An eighth is at most 64 TLB entries of 4 KiB for
@@ -114,7 +114,7 @@ int _tp_policy_grow_lazily(size_t have, size_t adding) { return adding > 0 && ad
  * caches; a program that serves queries from its caches held them for good (sqlite-db at full
  * scale: 155 MiB against 137 with retain_mb:0; jemalloc 131, which purges a freed block of
  * 8 MiB or more at once, its oversize_threshold). The program cycles once it allocates such a
- * run within a second of giving one back (`cycling`, heap.c): from then on they are kept as
+ * run within a second of giving one back (`cycling`, runs.c): from then on they are kept as
  * before (_tp_policy_keep_large_run), and a loop of malloc(32 MiB) + free pays for fresh pages
  * once. */
 int _tp_policy_give_back_large_run(size_t run_bytes, int cycling) {

@@ -531,7 +531,7 @@ Test(api, realloc_shrinking_into_a_smaller_class_moves_the_block) {
   tp_free(q);
 }
 
-/* A medium block that grows takes the free slots after it in place (heap.c, _tp_run_grow):
+/* A medium block that grows takes the free slots after it in place (runs.c, _tp_run_grow):
  * same address, contents kept, its slots counted; where the next slot is taken, it moves. */
 Test(api, realloc_grows_a_medium_block_in_place_while_the_next_slots_are_free) {
   TP_NEEDS_NO_THREAD_GROUPS();

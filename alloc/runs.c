@@ -1,0 +1,301 @@
+/* Runs: the one way a slab/run record is created and released. A run is a stretch of slots of
+ * one hpage (small, medium and arena slabs) or of whole hpages (a large block), carved for a
+ * group from the hpages the heap hands out (heap.c, through the hpage layer in internal.h),
+ * all under the heap lock. This file decides where a group's slot run goes (its own hpages,
+ * the shared ones, an idle group's room or other groups' holes), when a freed large run keeps
+ * its pages, and how a run grows in place; heap.c owns the address space, backing and
+ * retention of the hpages themselves. */
+#include <string.h>
+
+#include "internal.h"
+
+/* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
+ * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that
+ * stopped filling; *owner becomes the lender, whose filler keeps the hpage (heap lock held).
+ * The lender keeps a quarter of the page for when it fills again. Hpages on 4 KiB pages are
+ * not lent: their free slots cost nothing until touched, unlike a huge page's. */
+#define TP_LEND_UPTO (TP_SLOTS * 3 / 4)
+static tp_hpage_t *borrow_idle_room(unsigned n, int *slot, tp_group_t **owner) {
+  uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  tp_hpage_t *best = NULL;
+  int best_slot = -1;
+  for (unsigned i = 1, end = _tp_groups_end(); i < end; i++) {
+    tp_group_t *g = _tp_groups[i];
+    if (g == NULL || g->filler.hpages == 0 ||
+        !_tp_policy_lend(g->explicit_, g->exclusive, now - atomic_load_explicit(&g->last_refill, memory_order_relaxed)))
+      continue;
+    int s;
+    tp_hpage_t *h = _tp_filler_pick_within(&g->filler, n, best ? best->nused + 1 : 0, TP_LEND_UPTO - (int)n, 1, &s);
+    if (h) best = h, best_slot = s, *owner = g;
+  }
+  *slot = best_slot;
+  return best;
+}
+
+/* Other groups' holes (policy.c, _tp_policy_fill_holes): when the free slots of the huge pages
+ * carved into slot runs pass a bound, a group whose own pages are full takes the fullest hole
+ * of the shared pages, or of another site or thread group's pages up to 3/4 of one, before a
+ * new hpage. A group that took pages of its own leaves its slabs on the shared pages; as they
+ * empty, the shared pages keep their holes while the group fills new pages (one malloc call of
+ * random sizes split into 12 class groups: 19 huge pages for 11 pages of slabs). Explicit
+ * groups neither borrow nor lend, and their pages are not counted. Nor are pages on 4 KiB
+ * pages: their free slots cost nothing until touched, and a start page filled up is collapsed
+ * into a huge page (redis: filling them held 1.6 MB more). */
+static tp_hpage_t *borrow_holes(const tp_group_t *g, unsigned n, int *slot, tp_group_t **owner) {
+  if (g->explicit_) return NULL; /* its pages are its own, as for tp_group_destroy */
+  size_t holes = 0, pages = 0;
+  unsigned end = _tp_groups_end();
+  for (unsigned i = 0; i < end; i++) {
+    tp_group_t *o = _tp_groups[i];
+    if (o != NULL && !o->explicit_) holes += o->filler.hpages * TP_SLOTS - o->filler.used, pages += o->filler.hpages;
+  }
+  _tp_heap_start_holes(&holes, &pages); /* 4 KiB-backed: their free slots cost nothing */
+  if (!_tp_policy_fill_holes(holes * TP_SLOT, pages * TP_HPAGE)) return NULL;
+  tp_hpage_t *best = NULL;
+  int best_slot = -1, s;
+  for (unsigned i = 0; i < end; i++) {
+    tp_group_t *o = _tp_groups[i];
+    if (o == NULL || o == g || o->explicit_ || o->filler.hpages == 0) continue;
+    int upto = i == TP_SHARED_GROUP ? (int)TP_SLOTS : TP_LEND_UPTO;
+    tp_hpage_t *h = _tp_filler_pick_within(&o->filler, n, best ? best->nused + 1 : 0, upto - (int)n, 1, &s);
+    if (h) best = h, best_slot = s, *owner = o;
+  }
+  *slot = best_slot;
+  return best;
+}
+
+/* Carves a run of n slots for group g, starting at a multiple of `step` slots (a medium block
+ * aligned past a slot), heap lock held. Returns the slot run's address, fills *hp_out and
+ * *slot_out, and sets *zeroed when the memory is known to be zero. */
+static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **hp_out, unsigned *slot_out, int *zeroed) {
+  tp_group_t *owner = g->exclusive ? g : &_tp_shared_group;
+  int slot = -1;
+  tp_hpage_t *h = NULL;
+  /* A young group keeps to the shared hpage it already uses: its first slabs stay together. */
+  tp_hpage_t *y = g->exclusive ? NULL : g->young_hp;
+  if (y && y->state == TP_HP_ACTIVE && y->owner == TP_SHARED_GROUP &&
+      (slot = _tp_slots_find_run_step(y->used_mask, n, step)) >= 0)
+    h = y;
+  else
+    h = _tp_filler_pick_step(&owner->filler, n, step, &slot);
+  /* Borrowing is for runs at any slot (step > 1 is rare: a medium block aligned past a slot). */
+  if (h == NULL && step == 1 && owner == &_tp_shared_group) h = borrow_idle_room(n, &slot, &owner);
+  if (h == NULL && step == 1) h = borrow_holes(g, n, &slot, &owner);
+  if (h == NULL) {
+    /* An explicit group starts small: its first hpage is on 4 KiB pages, resident only where
+     * used, and is collapsed into a huge page when the group takes a second one (it is full
+     * then). A program that made a group for each of 200 small tables, 10 blocks of 100 B
+     * each, held a huge page per group: 325.6 MB of RSS + hugetlb, now 54.0 (500 groups: 1005.6
+     * -> 135.5; the first pages made while the heap was young are start pages, and the start
+     * policy collapses some of those sparse ones within its budget). Its pages stay its own. */
+    int small = g->explicit_ && owner == g && _tp_opt.pool == TP_POOL_AUTO && g->filler.hpages == 0;
+    tp_hpage_t *y = g->explicit_ ? g->young_hp : NULL;
+    if (y != NULL && !small) {
+      g->young_hp = NULL;
+      if (y->state == TP_HP_ACTIVE && y->owner == g->id && y->source == TP_SRC_4K && _tp_hpage_collapse(y) == 0)
+        y->tail4k = 0, y->start = 0;
+    }
+    h = _tp_hpage_get(small);
+    if (h == NULL) return NULL;
+    if (small && h->source == TP_SRC_4K) g->young_hp = h;
+    h->state = TP_HP_ACTIVE;
+    h->owner = owner->id;
+    h->used_mask = 0;
+    h->nused = 0;
+    _tp_filler_insert(&owner->filler, h);
+    slot = 0;
+  }
+  tp_slotmask_t bits = TP_SLOT_RUN(slot, n);
+  *zeroed = (h->fresh_mask & bits) == bits;
+  h->fresh_mask &= ~bits;
+  _tp_filler_update(&owner->filler, h, (unsigned)slot, n, 1);
+  _tp_heap_used_bytes += (size_t)n * TP_SLOT;
+  if (!g->exclusive) g->young_hp = h;
+  *hp_out = h;
+  *slot_out = (unsigned)slot;
+  return (void *)(h->addr + ((uintptr_t)slot << TP_SLOT_SHIFT));
+}
+
+static void free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
+  tp_group_t *owner = _tp_groups[h->owner];
+  for (unsigned i = slot; i < slot + n; i++) h->slot_slab[i] = NULL;
+  _tp_filler_update(&owner->filler, h, slot, n, 0);
+  _tp_heap_used_bytes -= (size_t)n * TP_SLOT;
+  if (h->nused == 0) {
+    _tp_filler_remove(&owner->filler, h);
+    _tp_hpage_empty(h, _tp_opt.retain_bytes);
+  }
+}
+
+/* Whether the program allocates runs of TP_ONEOFF_LARGE_BYTES or more again soon after one was
+ * given back (policy.c, _tp_policy_give_back_large_run); heap lock. */
+static int large_cycling, large_gave_back;
+static uint64_t large_gave_back_ms;
+
+/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. Its
+ * last hpage, when the block uses `last` bytes of it and that is little (policy.c,
+ * _tp_policy_large_tail_4k), is backed by 4 KiB pages if it is not backed already. */
+static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_out, int *zeroed) {
+  if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
+  if (!large_cycling && n * TP_HPAGE >= TP_ONEOFF_LARGE_BYTES)
+    large_cycling = _tp_policy_large_cycling(large_gave_back, large_gave_back_ms, _tp_os_hooks.now_ms());
+  uintptr_t a = _tp_heap_unused_run(n, align);
+  if (a == 0) return NULL;
+  int zero = 1;
+  if (_tp_heap_take_run(a, n, n * TP_HPAGE, 1, _tp_policy_large_tail_4k(last, _tp_opt.pool == TP_POOL_AUTO), 1, &zero) != 0)
+    return NULL;
+  _tp_heap_used_bytes += n * TP_HPAGE;
+  *hp_out = _tp_hpage_of((void *)a);
+  *zeroed = zero;
+  return (void *)a;
+}
+
+static void free_large(tp_hpage_t *h, size_t n) {
+  uintptr_t a = h->addr;
+  _tp_heap_used_bytes -= n * TP_HPAGE;
+  size_t budget = _tp_opt.retain_bytes;
+  int all_back = _tp_policy_give_back_large_run(n * TP_HPAGE, large_cycling);
+  if (all_back) {
+    large_gave_back = 1;
+    large_gave_back_ms = _tp_os_hooks.now_ms();
+  } else {
+    size_t pool = 0;
+    for (size_t i = 0; i < n; i++) pool += _tp_hpage_of((void *)(a + i * TP_HPAGE))->source == TP_SRC_HUGETLB;
+    /* The pool's count is read (/proc/meminfo) only for a run over the budget: 0 answers no. */
+    if (_tp_policy_keep_large_run(pool * TP_HPAGE, budget, pool * TP_HPAGE > budget ? _tp_os_hooks.pool_free() : 0))
+      budget = pool * TP_HPAGE;
+  }
+  for (size_t i = 0; i < n; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+    if (all_back && x->source != TP_SRC_1G) /* a 1 GiB page is kept whole until exit */
+      _tp_hpage_give_back(x);
+    else
+      _tp_hpage_empty(x, budget);
+  }
+}
+
+/* ---- runs ---------------------------------------------------------------------------- */
+/* Counts `bytes` more of slot runs for group g, which gets hpages of its own once they pass
+ * its threshold (policy.c, _tp_policy_exclusive; heap lock). */
+static void add_slab_bytes(tp_group_t *g, size_t bytes) {
+  size_t total = atomic_fetch_add(&g->slab_bytes, bytes) + bytes;
+  if (_tp_policy_exclusive(g->exclusive, total, _tp_opt.exclusive_bytes, _tp_opt.group,
+                           g->site != 0 && _tp_key_class(g->site) >= 0))
+    g->exclusive = 1;
+}
+
+/* Points the page map's slots [from, to) of the run's first hpage at it. */
+static void map_slots(tp_slab_t *s, unsigned from, unsigned to) {
+  for (unsigned i = from; i < to; i++) __atomic_store_n(&s->hp->slot_slab[i], s, __ATOMIC_RELEASE);
+}
+
+const uint8_t _tp_no_live[1];
+
+tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last) {
+  tp_slab_t *s = _tp_meta_alloc(meta_size);
+  if (s == NULL) return NULL;
+  tp_hpage_t *h;
+  int zeroed;
+  void *mem;
+  _tp_lock(&_tp_heap_lock);
+  if (kind == TP_SLAB_LARGE) {
+    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, last, &h, &zeroed);
+    if (mem) {
+      h->owner = g->id;
+      s->nhpages = (uint32_t)n;
+    }
+  } else {
+    unsigned slot;
+    mem = alloc_slots(g, (unsigned)n, align > TP_SLOT ? (unsigned)(align / TP_SLOT) : 1, &h, &slot, &zeroed);
+    if (mem) {
+      s->nslots = (uint8_t)n;
+      s->first_slot = (uint8_t)slot;
+      add_slab_bytes(g, n * TP_SLOT);
+    }
+  }
+  _tp_unlock(&_tp_heap_lock);
+  if (mem == NULL) {
+    _tp_meta_free(s, meta_size);
+    return NULL;
+  }
+  s->base = (uintptr_t)mem;
+  s->group = g->id;
+  s->kind = (uint8_t)kind;
+  s->hp = h;
+  s->zeroed = (uint8_t)zeroed;
+  s->meta_size = (uint32_t)meta_size;
+  s->free_live = (uint8_t *)_tp_no_live; /* slab_new points small slabs at their live bytes */
+  return s;
+}
+
+void _tp_run_publish(tp_slab_t *s) {
+  if (s->kind == TP_SLAB_LARGE) map_slots(s, 0, 1);
+  else map_slots(s, s->first_slot, s->first_slot + s->nslots);
+}
+
+void _tp_run_release(tp_slab_t *s) {
+  _tp_lock(&_tp_heap_lock);
+  if (s->kind == TP_SLAB_LARGE) {
+    __atomic_store_n(&s->hp->slot_slab[0], NULL, __ATOMIC_RELEASE);
+    free_large(s->hp, s->nhpages);
+  } else {
+    atomic_fetch_sub(&_tp_groups[s->group]->slab_bytes, (size_t)s->nslots * TP_SLOT);
+    free_slots(s->hp, s->first_slot, s->nslots); /* clears the page map for its slots */
+  }
+  _tp_unlock(&_tp_heap_lock);
+  _tp_meta_free(s, s->meta_size);
+}
+
+/* A large run of s->nhpages grows to n hpages in place when the hpages after it are reserved
+ * and unused: retained or decommitted ones (on the lists), or never-used ones at the cursor,
+ * which then moves past them (heap lock held). When the run grows by at least half
+ * (_tp_policy_grow_lazily), its new hpages on the pool are reserved and faulted in as touched,
+ * in one mapping (back_large_lazily), as a new run's are: a buffer grown by doubling (sqlite3's
+ * sorter, 1 MiB + 8 bytes to 32 MiB + 8) had every new hpage claimed and zeroed at the realloc,
+ * its last for 8 bytes, 14 MiB more than it touched. Smaller steps are claimed one by one from
+ * the windows as before: a mapping per step would let a buffer grown 2 MiB at a time use up
+ * vm.max_map_count, where growth by half keeps them to a logarithm of its size. A growing
+ * buffer's last hpage is not put on 4 KiB pages as a new block's little-used one is: the
+ * buffer grows into it (1 MiB steps to 128 MiB: 26 ms a round, 200 with such tails, faulted
+ * 4 KiB at a time and collapsed at the next step). */
+static int grow_large(tp_slab_t *s, size_t n) {
+  uintptr_t end = s->base + (uintptr_t)s->nhpages * TP_HPAGE, new_end = s->base + (uintptr_t)n * TP_HPAGE;
+  if (new_end < end || (new_end >> 47) != 0) return 0;
+  if (!_tp_heap_extend_run(end, new_end)) return 0;
+  int zero = 1;
+  int lazy = _tp_policy_grow_lazily(s->nhpages, n - s->nhpages);
+  if (_tp_heap_take_run(end, n - s->nhpages, (size_t)(new_end - end), 0, 0, lazy, &zero) != 0) return 0;
+  /* Its last hpage is no longer a little-used tail: collapsed into a huge page if it can be. */
+  tp_hpage_t *t = _tp_hpage_of((void *)(end - TP_HPAGE));
+  if (t->tail4k && _tp_hpage_collapse(t) == 0) t->tail4k = 0;
+  _tp_heap_used_bytes += (size_t)(new_end - end);
+  s->nhpages = (uint32_t)n;
+  return 1;
+}
+
+int _tp_run_grow(tp_slab_t *s, size_t n) {
+  if (s->kind == TP_SLAB_LARGE) {
+    if (n <= s->nhpages || n > UINT32_MAX) return 0;
+    _tp_lock(&_tp_heap_lock);
+    int ok = grow_large(s, n);
+    _tp_unlock(&_tp_heap_lock);
+    return ok;
+  }
+  unsigned first = s->first_slot, have = s->nslots;
+  if (s->kind != TP_SLAB_MEDIUM || n <= have || first + n > TP_SLOTS) return 0;
+  tp_slotmask_t bits = TP_SLOT_RUN(first + have, n - have); /* n - have < TP_SLOTS */
+  tp_hpage_t *h = s->hp;
+  _tp_lock(&_tp_heap_lock);
+  int ok = (h->used_mask & bits) == 0;
+  if (ok) {
+    _tp_filler_update(&_tp_groups[h->owner]->filler, h, first + have, (unsigned)(n - have), 1);
+    h->fresh_mask &= ~bits;
+    _tp_heap_used_bytes += (size_t)(n - have) * TP_SLOT;
+    add_slab_bytes(_tp_groups[s->group], (n - have) * TP_SLOT);
+    s->nslots = (uint8_t)n;
+    s->size = (uint32_t)(n * TP_SLOT);
+    map_slots(s, first + have, first + (unsigned)n);
+  }
+  _tp_unlock(&_tp_heap_lock);
+  return ok;
+}

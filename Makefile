@@ -35,6 +35,7 @@ demo: setup $(BUILD)/CMakeCache.txt
 	$(BUILD)/tlbbench --demo
 
 bench: build
+	@bash scripts/setup.sh --bench
 	@bash scripts/pool.sh reserve 512
 	$(BUILD)/tlbbench --full
 

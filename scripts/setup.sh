@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tlbpack builds, tests and benchmarks with, if any is missing.
 # Safe to run again: it does nothing when everything is present.
+# --bench: also the programs that tlbbench's prog-* rows run (make bench); those are optional:
+# one that cannot be installed skips its row, so their failure is a warning, not an error.
 set -u
 PKGS=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
@@ -10,10 +12,29 @@ PKGS=(
   gnuplot-nox valgrind sqlite3 git python3 g++
   libpython3.11-testsuite redis-server redis-tools
 )
+BENCH_PKGS=(perl lua5.4 z3 ghostscript jq xz-utils coreutils tcl nodejs)
+bench=0
+[ "${1:-}" = --bench ] && bench=1
+is_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  is_missing "$p" && missing+=("$p")
 done
+bench_missing=()
+if [ $bench = 1 ]; then
+  for p in "${BENCH_PKGS[@]}"; do
+    is_missing "$p" && bench_missing+=("$p")
+  done
+fi
+if [ ${#bench_missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+  echo "setup: installing the benchmark programs ${bench_missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null 2>&1 || apt-get update
+  apt-get install -y -qq --no-install-recommends "${bench_missing[@]}" >/dev/null ||
+    echo "setup: could not install ${bench_missing[*]}; tlbbench skips the prog-* rows of those missing" >&2
+elif [ ${#bench_missing[@]} -gt 0 ]; then
+  echo "setup: benchmark programs missing (their prog-* rows are skipped): ${bench_missing[*]}" >&2
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "setup: missing packages: ${missing[*]}" >&2

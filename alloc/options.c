@@ -17,7 +17,7 @@ void _tp_options_defaults(tp_options_t *o) {
   o->retain_bytes = (size_t)16 << 20;
   o->site_groups = 128;
   o->exclusive_bytes = (size_t)256 << 10;
-  o->start_bytes = (size_t)8 << 20;
+  o->start_bytes = (size_t)16 << 20;
   o->pool_max = SIZE_MAX;
   o->gpages = TP_GPAGES_AUTO;
   o->gpage_bytes = (size_t)1 << 30;

@@ -94,6 +94,7 @@ Test(options, defaults_when_unset) {
   cr_assert_eq(o.group, TP_GROUP_SITE);
   cr_assert_eq(o.stats, TP_STATS_OFF);
   cr_assert_eq(o.retain_bytes, (size_t)16 << 20);
+  cr_assert_eq(o.start_bytes, (size_t)16 << 20, "start_kb: a heap stays on 4 KiB pages up to 16 MiB carved");
 }
 
 Test(options, every_documented_key_is_accepted) {

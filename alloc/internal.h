@@ -252,6 +252,7 @@ struct tp_slab_s {
   /* The rest the free hit does not read. */
   tp_hpage_t *hp;        /* first hpage */
   uint32_t nhpages;      /* large: run length in hpages */
+  uint32_t tail_unused;  /* large: bytes of its last hpage the block did not ask for (start_kb) */
   uint32_t meta_size;    /* bytes of this record (released with it) */
   /* Protected by the owning bin's lock: */
   tp_slab_t *next, *prev;

@@ -142,17 +142,18 @@ static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_ou
   uintptr_t a = _tp_heap_unused_run(n, align);
   if (a == 0) return NULL;
   int zero = 1;
-  if (_tp_heap_take_run(a, n, n * TP_HPAGE, 1, _tp_policy_large_tail_4k(last, _tp_opt.pool == TP_POOL_AUTO), 1, &zero) != 0)
+  size_t bytes = n * TP_HPAGE - (last ? TP_HPAGE - last : 0);
+  if (_tp_heap_take_run(a, n, bytes, 1, _tp_policy_large_tail_4k(last, _tp_opt.pool == TP_POOL_AUTO), 1, &zero) != 0)
     return NULL;
-  _tp_heap_used_bytes += n * TP_HPAGE;
+  _tp_heap_used_bytes += bytes;
   *hp_out = _tp_hpage_of((void *)a);
   *zeroed = zero;
   return (void *)a;
 }
 
-static void free_large(tp_hpage_t *h, size_t n) {
+static void free_large(tp_hpage_t *h, size_t n, size_t tail_unused) {
   uintptr_t a = h->addr;
-  _tp_heap_used_bytes -= n * TP_HPAGE;
+  _tp_heap_used_bytes -= n * TP_HPAGE - tail_unused;
   size_t budget = _tp_opt.retain_bytes;
   int all_back = _tp_policy_give_back_large_run(n * TP_HPAGE, large_cycling);
   if (all_back) {
@@ -203,6 +204,7 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
     if (mem) {
       h->owner = g->id;
       s->nhpages = (uint32_t)n;
+      s->tail_unused = last ? (uint32_t)(TP_HPAGE - last) : 0;
     }
   } else {
     unsigned slot;
@@ -237,7 +239,7 @@ void _tp_run_release(tp_slab_t *s) {
   _tp_lock(&_tp_heap_lock);
   if (s->kind == TP_SLAB_LARGE) {
     __atomic_store_n(&s->hp->slot_slab[0], NULL, __ATOMIC_RELEASE);
-    free_large(s->hp, s->nhpages);
+    free_large(s->hp, s->nhpages, s->tail_unused);
   } else {
     atomic_fetch_sub(&_tp_groups[s->group]->slab_bytes, (size_t)s->nslots * TP_SLOT);
     free_slots(s->hp, s->first_slot, s->nslots); /* clears the page map for its slots */
@@ -268,7 +270,8 @@ static int grow_large(tp_slab_t *s, size_t n) {
   /* Its last hpage is no longer a little-used tail: collapsed into a huge page if it can be. */
   tp_hpage_t *t = _tp_hpage_of((void *)(end - TP_HPAGE));
   if (t->tail4k && _tp_hpage_collapse(t) == 0) t->tail4k = 0;
-  _tp_heap_used_bytes += (size_t)(new_end - end);
+  _tp_heap_used_bytes += (size_t)(new_end - end) + s->tail_unused; /* its old last hpage is used now */
+  s->tail_unused = 0;
   s->nhpages = (uint32_t)n;
   return 1;
 }

@@ -318,6 +318,29 @@ Test(start_small, past_start_kb_new_memory_is_on_huge_pages) {
   for (int i = 0; i < N; i++) tp_free(p[i]);
 }
 
+/* start_kb counts the bytes large blocks ask for, not the 2 MiB pages they round up to: three
+ * blocks of a quarter of start_kb and 256 KiB (3 hpages each for 16 MiB) ask for under start_kb
+ * and stay on 4 KiB pages, where their 9 hpages, 18 MiB, would have put the third on huge pages
+ * (xz -3's buffers of 6.8 and 8.7 MB: 4 and 5 hpages, its 8.7 MB hash table resident whole). */
+Test(start_small, large_blocks_count_the_bytes_they_ask_for) {
+  TP_NEEDS_POOL_AUTO();
+  size_t start = _tp_opt.start_bytes, blk = start / 4 + (256 << 10);
+  size_t nh = (blk + TP_HPAGE - 1) / TP_HPAGE;
+  if (start < ((size_t)4 << 20) || 3 * nh * TP_HPAGE <= start) cr_skip_test("start_kb %zu KiB: no such blocks", start >> 10);
+  void *p[3];
+  for (int i = 0; i < 3; i++) {
+    p[i] = tp_malloc(blk);
+    cr_assert_not_null(p[i]);
+    memset(p[i], 1, 4096);
+  }
+  tp_stats_t st;
+  tp_stats_get(&st);
+  cr_assert_eq(st.pages_hugetlbfs + st.pages_thp, 0, "%zu huge pages for 3 blocks of %zu KiB (start_kb %zu)",
+               st.pages_hugetlbfs + st.pages_thp, blk >> 10, start >> 10);
+  cr_assert_geq(st.pages_4k, 3 * nh);
+  for (int i = 0; i < 3; i++) tp_free(p[i]);
+}
+
 /* Start pages follow carved bytes, not backed hpages: groups that each take an hpage of their
  * own stay on 4 KiB pages while together they hold under start_kb. */
 Test(start_small, groups_of_their_own_under_start_kb_take_no_huge_page) {

@@ -20,7 +20,7 @@ ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 >/dev/null 2>&1 || skip "jemalloc 
 run "$TP" compare --jemalloc /etc/passwd -- true
 expect_rc 1 "--jemalloc not a library"; expect_in err "not an ELF shared library" "--jemalloc not a library"
 
-# --big: 12 MiB, past tlbpack's start_kb (8 MiB), so that its heap has huge pages to show.
+# --big: 24 MiB, past tlbpack's start_kb (16 MiB), so that its heap has huge pages to show.
 run "$TP" compare --cpu zen4 --keep "$T/keep" -- "$PE" --malloc --big
 expect_rc 0 "compare"
 expect_in out "jemalloc" "compare names jemalloc"; expect_in out "tlbpack" "compare names tlbpack"

@@ -1,6 +1,6 @@
 /* Test helper for `tlbpack run`: prints the variables tlbpack sets and whether the allocator
  * is really in the process; `--exit N` exits with N; `--malloc` allocates a little first;
- * `--big` allocates 12 MiB in 3 MiB blocks (past tlbpack's start_kb, so on huge pages),
+ * `--big` allocates 24 MiB in 3 MiB blocks (past tlbpack's start_kb of 16 MiB, so on huge pages),
  * touching one byte per 4 KiB page (cheap under valgrind). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -18,12 +18,12 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--malloc")) {
       for (int k = 0; k < 1000; k++) free(malloc((size_t)(16 + k)));
     } else if (!strcmp(argv[i], "--big")) {
-      char *b[4];
-      for (int k = 0; k < 4; k++) {
+      char *b[8];
+      for (int k = 0; k < 8; k++) {
         b[k] = malloc((size_t)3 << 20);
         for (size_t off = 0; b[k] && off < ((size_t)3 << 20); off += 4096) b[k][off] = (char)k;
       }
-      for (int k = 0; k < 4; k++) free(b[k]);
+      for (int k = 0; k < 8; k++) free(b[k]);
     } else if (!strcmp(argv[i], "--exit") && i + 1 < argc) {
       fflush(stdout);
       return atoi(argv[i + 1]);

@@ -132,18 +132,19 @@ static void free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
 static int large_cycling, large_gave_back;
 static uint64_t large_gave_back_ms;
 
-/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. Its
- * last hpage, when the block uses `last` bytes of it and that is little (policy.c,
- * _tp_policy_large_tail_4k), is backed by 4 KiB pages if it is not backed already. */
-static void *alloc_large(size_t n, size_t align, size_t last, tp_hpage_t **hp_out, int *zeroed) {
+/* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. The
+ * block leaves `tail` bytes of its last hpage unasked for: it counts toward start_kb without
+ * them, and when what it uses of that hpage is little (policy.c, _tp_policy_large_tail_4k),
+ * the hpage is backed by 4 KiB pages if it is not backed already. */
+static void *alloc_large(size_t n, size_t align, size_t tail, tp_hpage_t **hp_out, int *zeroed) {
   if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
   if (!large_cycling && n * TP_HPAGE >= TP_ONEOFF_LARGE_BYTES)
     large_cycling = _tp_policy_large_cycling(large_gave_back, large_gave_back_ms, _tp_os_hooks.now_ms());
   uintptr_t a = _tp_heap_unused_run(n, align);
   if (a == 0) return NULL;
   int zero = 1;
-  size_t bytes = n * TP_HPAGE - (last ? TP_HPAGE - last : 0);
-  if (_tp_heap_take_run(a, n, bytes, 1, _tp_policy_large_tail_4k(last, _tp_opt.pool == TP_POOL_AUTO), 1, &zero) != 0)
+  size_t bytes = n * TP_HPAGE - tail;
+  if (_tp_heap_take_run(a, n, bytes, 1, _tp_policy_large_tail_4k(TP_HPAGE - tail, _tp_opt.pool == TP_POOL_AUTO), 1, &zero) != 0)
     return NULL;
   _tp_heap_used_bytes += bytes;
   *hp_out = _tp_hpage_of((void *)a);
@@ -200,11 +201,12 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
   void *mem;
   _tp_lock(&_tp_heap_lock);
   if (kind == TP_SLAB_LARGE) {
-    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, last, &h, &zeroed);
+    size_t tail = last ? TP_HPAGE - last : 0;
+    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, tail, &h, &zeroed);
     if (mem) {
       h->owner = g->id;
       s->nhpages = (uint32_t)n;
-      s->tail_unused = last ? (uint32_t)(TP_HPAGE - last) : 0;
+      s->tail_unused = (uint32_t)tail;
     }
   } else {
     unsigned slot;

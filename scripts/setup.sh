@@ -16,6 +16,13 @@ BENCH_PKGS=(perl lua5.4 z3 ghostscript jq xz-utils coreutils tcl nodejs)
 bench=0
 [ "${1:-}" = --bench ] && bench=1
 is_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+updated=0
+apt_update_once() {
+  [ $updated = 1 ] && return 0
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null 2>&1 || apt-get update
+  updated=1
+}
 missing=()
 for p in "${PKGS[@]}"; do
   is_missing "$p" && missing+=("$p")
@@ -28,8 +35,7 @@ if [ $bench = 1 ]; then
 fi
 if [ ${#bench_missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   echo "setup: installing the benchmark programs ${bench_missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null 2>&1 || apt-get update
+  apt_update_once
   apt-get install -y -qq --no-install-recommends "${bench_missing[@]}" >/dev/null ||
     echo "setup: could not install ${bench_missing[*]}; tlbbench skips the prog-* rows of those missing" >&2
 elif [ ${#bench_missing[@]} -gt 0 ]; then
@@ -42,8 +48,7 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 echo "setup: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >/dev/null 2>&1 || apt-get update
+apt_update_once
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || {
   echo "setup: apt-get install failed for: ${missing[*]}" >&2; exit 1; }
 # redis-server's package starts a system instance; our tests start their own on loopback.

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 typedef struct {
-  int scale, runs, runs_given, sim, keep_traces, list;
+  int scale, runs, runs_given, sim, keep_traces, list, pin_threads;
   const char *out, *workloads, *allocators, *cpu, *tlbsim;
   unsigned long trace_max;
   double timeout_s;
@@ -77,6 +77,7 @@ static void usage(FILE *f) {
     "  --no-sim           skip traces and simulation\n"
     "  --trace-max N      records per trace (default: tiny 20000, demo 1000000, full 3000000)\n"
     "  --keep-traces      keep the binary traces in DIR/tmp\n"
+    "  --pin-threads      a workload's threads run one per CPU (--pin), the same placement every run\n"
     "  --lib NAME=PATH    preload PATH for allocator NAME (or its family, e.g. jemalloc)\n"
     "  --timeout S        seconds before a run is killed (default 300)\n"
     "  --list             print the workloads and allocators and exit\n");
@@ -153,6 +154,7 @@ static void parse(int argc, char **argv, tb_opts_t *o) {
     else if (!strcmp(a, "--tlbsim")) { NEEDV(); o->tlbsim = v; }
     else if (!strcmp(a, "--no-sim")) o->sim = 0;
     else if (!strcmp(a, "--keep-traces")) o->keep_traces = 1;
+    else if (!strcmp(a, "--pin-threads")) o->pin_threads = 1;
     else if (!strcmp(a, "--list")) o->list = 1;
     else if (!strcmp(a, "--trace-max")) {
       NEEDV();
@@ -425,7 +427,7 @@ int main(int argc, char **argv) {
         progress("[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)", done, total, c->w->name, c->a->name, r + 1, runs, now_s() - t0);
         char *av[32], store[8192], preload[600], conf[700];
         const char *env[TB_MAX_ENV + 2];
-        build_argv(av, store, sizeof store, wl_dir, c, o.scale, NULL);
+        build_argv(av, store, sizeof store, wl_dir, c, o.scale, o.pin_threads ? "--pin" : NULL);
         env_for(c, env, preload, sizeof preload, conf, sizeof conf);
         tb_proc_t p;
         tb_kv_t kv;
@@ -477,7 +479,8 @@ int main(int argc, char **argv) {
       char trace[4600], smaps[4600], more[9400];
       snprintf(trace, sizeof trace, "%s/%s.%s.trace", tmpdir, c->w->name, c->a->name);
       snprintf(smaps, sizeof smaps, "%s/%s.%s.smaps", tmpdir, c->w->name, c->a->name);
-      snprintf(more, sizeof more, "--trace %s --smaps %s --trace-max %lu", trace, smaps, o.trace_max);
+      snprintf(more, sizeof more, "--trace %s --smaps %s --trace-max %lu%s", trace, smaps, o.trace_max,
+               o.pin_threads ? " --pin" : "");
       char *av[32], store[16384], preload[600], conf[700];
       const char *env[TB_MAX_ENV + 2];
       build_argv(av, store, sizeof store, wl_dir, c, o.scale, more);
@@ -534,6 +537,9 @@ int main(int argc, char **argv) {
       if (runs_of(&o, cells[i].w) != o.runs && (i == 0 || cells[i - 1].w != cells[i].w))
         fprintf(x, "(%s: %d runs per cell in --demo: each run of the real program takes seconds)\n\n",
                 cells[i].w->name, runs_of(&o, cells[i].w));
+    if (o.pin_threads)
+      fprintf(x, "(--pin-threads: each workload thread ran on a CPU of its own, thread i on the i-th CPU "
+                 "tlbbench may use, the same in every run)\n\n");
     tb_write_markdown(x, cells, ncells);
     fprintf(x, "\nje = jemalloc (default). TLB entries: pagemap + kpageflags, one per huge page and per "
                "other 4 KiB page holding hot bytes; floor = ceil(hot bytes / 2 MiB). Simulator: tlbsim "

@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,9 @@ const char *wl_trace_path;
 const char *wl_smaps_path;
 unsigned long wl_trace_max = 3000000;
 unsigned long wl_seed = 42;
+int wl_pin;
+static int pin_cpus[CPU_SETSIZE], pin_n; /* --pin: the CPUs allowed at start, in order */
+static int pin_started;                  /* threads started pinned */
 volatile uint64_t wl_sink;
 long wl_peak_rss_override_kb = -1;
 long wl_hugetlb_override_kb = -1;
@@ -52,7 +57,8 @@ static void wl_usage(FILE *f, const char *prog, const wl_flag_t *flags) {
   fprintf(f, "  --trace FILE     record the data-structure accesses of the measured phase (binary trace)\n"
              "  --smaps FILE     copy /proc/self/smaps there at the end\n"
              "  --trace-max N    stop recording after N records (default 3000000)\n"
-             "  --seed N         random seed (default 42)\n");
+             "  --seed N         random seed (default 42)\n"
+             "  --pin            run the workload's threads one per allowed CPU (round robin)\n");
 }
 
 static int wl_set(const char *prog, const wl_flag_t *fl, const char *val) {
@@ -75,7 +81,7 @@ void wl_parse_flags(const char *prog, int argc, char **argv, const wl_flag_t *fl
   const wl_flag_t common[] = {
     {"trace", "", 's', &wl_trace_path},   {"smaps", "", 's', &wl_smaps_path},
     {"trace-max", "", 'u', &wl_trace_max}, {"seed", "", 'u', &wl_seed},
-    {NULL, NULL, 0, NULL}};
+    {"pin", "", 'b', &wl_pin},            {NULL, NULL, 0, NULL}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { wl_usage(stdout, prog, flags); exit(0); }
@@ -97,6 +103,28 @@ void wl_parse_flags(const char *prog, int argc, char **argv, const wl_flag_t *fl
     else i += wl_set(prog, hit, i + 1 < argc ? argv[i + 1] : NULL);
   }
   if (wl_seed == 0) wl_seed = 42;  /* xorshift needs a nonzero state */
+  if (wl_pin) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) wl_die("--pin: cannot read this process's CPUs: %s", strerror(errno));
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &set)) pin_cpus[pin_n++] = c;
+    if (pin_n < 2) fprintf(stderr, "%s: --pin: only %d CPU allowed; the threads share it\n", prog, pin_n);
+  }
+}
+
+int wl_thread_start(pthread_t *thread, void *(*fn)(void *), long i) {
+  pthread_attr_t at;
+  if (pthread_attr_init(&at) != 0) return -1;
+  if (wl_pin && pin_n > 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(pin_cpus[i % pin_n], &one);
+    if (pthread_attr_setaffinity_np(&at, sizeof one, &one) != 0) wl_die("--pin: cannot pin thread %ld", i);
+  }
+  int r = pthread_create(thread, &at, fn, (void *)i);
+  pthread_attr_destroy(&at);
+  if (r == 0 && wl_pin && pin_n > 0) __atomic_fetch_add(&pin_started, 1, __ATOMIC_RELAXED);
+  return r;
 }
 
 /* ---- mmap'd growable arrays ----------------------------------------------------------------- */
@@ -343,6 +371,7 @@ void wl_result(const char *name, const char *extra, const wl_hotset_t *hs) {
   if (wl_hugetlb_override_kb < 0 && wl_hugetlb_peak_kb > htlb) htlb = wl_hugetlb_peak_kb;
   long rss = wl_peak_rss_override_kb >= 0 ? wl_peak_rss_override_kb : ru.ru_maxrss;
   printf("RESULT workload=%s %s peak_rss_kb=%ld hugetlb_kb=%ld", name, extra ? extra : "", rss, htlb);
+  if (wl_pin) printf(" pinned=%d cpus=%d", __atomic_load_n(&pin_started, __ATOMIC_RELAXED), pin_n);
   if (hs)
     printf(" hot_bytes=%zu hot_pages_4k=%zu hot_entries=%ld hot_huge=%ld hot_huge_hugetlb=%ld"
            " hot_huge_thp=%ld hot_huge_1g=%ld hot_floor=%zu tlb_source=%s",

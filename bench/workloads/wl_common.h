@@ -8,6 +8,7 @@
 #ifndef WL_COMMON_H
 #define WL_COMMON_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,14 +22,21 @@ typedef struct wl_flag_s {
 } wl_flag_t;
 
 /* Parses argv against flags (terminated by a {NULL} entry) plus the common ones
- * (--trace FILE, --smaps FILE, --trace-max N, --seed N, --help). Exits 2 with a message that
- * names the bad flag. */
+ * (--trace FILE, --smaps FILE, --trace-max N, --seed N, --pin, --help). Exits 2 with a message
+ * that names the bad flag. */
 void wl_parse_flags(const char *prog, int argc, char **argv, const wl_flag_t *flags);
 
 extern const char *wl_trace_path;   /* --trace FILE, or NULL */
 extern const char *wl_smaps_path;   /* --smaps FILE, or NULL */
 extern unsigned long wl_trace_max;  /* records at most (default 3,000,000) */
 extern unsigned long wl_seed;
+extern int wl_pin;                  /* --pin: wl_thread_start pins thread i to the i-th allowed CPU */
+
+/* Starts the workload's thread i (fn gets (void *)i). With --pin it runs on the i-th CPU of
+ * those the process may use at start (round robin), so that a two-thread row measures threads on
+ * two CPUs every run, not whichever placement the scheduler picked; the RESULT line then says
+ * pinned=N (threads started pinned) and cpus=M. Returns pthread_create's result. */
+int wl_thread_start(pthread_t *thread, void *(*fn)(void *), long i);
 
 /* ---- RNG and clock ------------------------------------------------------------------------ */
 static inline uint64_t wl_rand(uint64_t *s) {  /* xorshift64* */

@@ -280,7 +280,7 @@ static double run_two(void *(*fn)(void *)) {
   pthread_barrier_init(&go, NULL, 3);
   pthread_t th[2];
   for (long i = 0; i < 2; i++)
-    if (pthread_create(&th[i], NULL, fn, (void *)i)) wl_die("cannot start thread %ld", i);
+    if (wl_thread_start(&th[i], fn, i)) wl_die("cannot start thread %ld", i);
   pthread_barrier_wait(&go);
   double t0 = wl_now_ns();
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);

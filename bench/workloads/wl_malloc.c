@@ -92,7 +92,7 @@ static double run_two(void) {
   pthread_t th[2];
   double t0 = wl_now_ns();
   for (long i = 0; i < 2; i++)
-    if (pthread_create(&th[i], NULL, worker, (void *)i)) wl_die("cannot start thread %ld", i);
+    if (wl_thread_start(&th[i], worker, i)) wl_die("cannot start thread %ld", i);
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   return wl_now_ns() - t0;
 }

@@ -321,7 +321,7 @@ int main(int argc, char **argv) {
   tb_cell_t *cells = calloc(cap, sizeof *cells);
   char (*skipped)[256] = calloc(cap + tb_nallocs, sizeof *skipped);
   size_t ncells = 0, nskipped = 0;
-  if (!cells || !skipped) { note("tlbbench: out of memory\n"); return 1; }
+  if (!cells || !skipped) { note("tlbbench: out of memory\n"); free(cells); free(skipped); return 1; }
   const tb_alloc_t *order[64];
   char libs[64][512];
   size_t nalloc = 0;
@@ -380,14 +380,19 @@ int main(int argc, char **argv) {
       ncells++;
     }
   }
-  if (!ncells) { note("tlbbench: nothing to run (no workload x allocator cell is available)\n"); return 1; }
+  if (!ncells) {
+    note("tlbbench: nothing to run (no workload x allocator cell is available)\n");
+    free(cells);
+    free(skipped);
+    return 1;
+  }
 
   char tmpdir[4200], path[4400];
   snprintf(tmpdir, sizeof tmpdir, "%s/tmp", o.out);
-  if (mkdirs(o.out) || mkdirs(tmpdir)) { note("tlbbench: cannot create %s: %s\n", tmpdir, strerror(errno)); return 1; }
+  if (mkdirs(o.out) || mkdirs(tmpdir)) { note("tlbbench: cannot create %s: %s\n", tmpdir, strerror(errno)); free(cells); free(skipped); return 1; }
   snprintf(path, sizeof path, "%s/runs.csv", o.out);
   FILE *runs_csv = fopen(path, "w");
-  if (!runs_csv) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); return 1; }
+  if (!runs_csv) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); free(cells); free(skipped); return 1; }
   const char *rh[] = {"workload", "allocator", "run", "status", "wall_s", "ns_per_op", "peak_rss_kb",
                       "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from", "result"};
   tb_csv_row(runs_csv, rh, sizeof rh / sizeof rh[0]);
@@ -563,7 +568,10 @@ int main(int argc, char **argv) {
   }
   if (f) fclose(f);
   note("tlbbench: done in %.0f s; %s/{runs.csv,summary.csv,summary.md}, %d plot(s)\n", now_s() - t0, o.out, plots);
+  int rc = 0;
   for (size_t i = 0; i < ncells; i++)
-    if (cells[i].nruns == 0) return 1;  /* a cell that never ran is a failure of the benchmark */
-  return 0;
+    if (cells[i].nruns == 0) rc = 1;  /* a cell that never ran is a failure of the benchmark */
+  free(cells);
+  free(skipped);
+  return rc;
 }

@@ -266,10 +266,14 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {
 }
 
 /* ---- targets ------------------------------------------------------------------------------ */
+/* A value that reads as its limit at two decimals gets up to two more, so that a line never
+ * says "[MISSED] ... = 1.05 (target <= 1.05)" for 1.0503. */
 static void target(FILE *f, const char *what, const char *wl, double v, double limit, int at_least) {
   const char *verdict = isnan(v) ? "n/a" : (at_least ? v >= limit : v <= limit) ? "met" : "MISSED";
-  char b[32];
-  fprintf(f, "- [%s] %s: %s = %s (target %s %.2f)\n", verdict, wl, what, tb_fmt(b, sizeof b, v, 2),
+  char b[32], l[32];
+  int d = 2;
+  while (d < 4 && v != limit && !strcmp(tb_fmt(b, sizeof b, v, d), tb_fmt(l, sizeof l, limit, d))) d++;
+  fprintf(f, "- [%s] %s: %s = %s (target %s %.2f)\n", verdict, wl, what, tb_fmt(b, sizeof b, v, d),
           at_least ? ">=" : "<=", limit);
 }
 

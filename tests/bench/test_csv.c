@@ -203,6 +203,40 @@ Test(targets, programs_without_tcmalloc_say_so) {
   free(buf);
 }
 
+/* Two programs under jemalloc and tlbpack, tlbpack's ns and kB given (jemalloc's: 1000, 1000). */
+static tb_cell_t ncells[4];
+static void fill_near(const double tp_ns[2], const double tp_kb[2]) {
+  const tb_workload_t *ws[] = {&wp1, &wp1, &wp2, &wp2};
+  const tb_alloc_t *as[] = {&je, &tp, &je, &tp};
+  for (int i = 0; i < 4; i++) {
+    tb_cell_init(&ncells[i], ws[i], as[i]);
+    char line[256];
+    snprintf(line, sizeof line, "RESULT workload=%s ns_per_op=%.0f peak_rss_kb=%.0f hugetlb_kb=0 malloc_from=x",
+             ws[i]->name, i & 1 ? tp_ns[i / 2] : 1000.0, i & 1 ? tp_kb[i / 2] : 1000.0);
+    tb_kv_t kv;
+    const char *why;
+    cr_assert_eq(tb_parse_result(line, &kv, &why), 0);
+    tb_cell_add_run(&ncells[i], &kv);
+  }
+  tb_summarize(ncells, 4);
+}
+static void ntargets(FILE *f, void *arg) { tb_write_targets(f, ncells, 4); }
+Test(targets, a_value_that_rounds_to_its_limit_shows_the_decimals_that_decide) {
+  /* memory geomean sqrt(1.000 * 1.004) = 1.002: missed, though it reads 1.00 at two decimals;
+   * time geomean sqrt(0.998 * 1.000) = 0.999: met; the slowest program 1.000: its limit is 1.10 */
+  fill_near((double[]){998, 1000}, (double[]){1000, 1004});
+  char *s = capture(ntargets, NULL);
+  cr_assert(strstr(s, "[MISSED] programs: peak RSS + hugetlb geomean over 2 programs, tlbpack / jemalloc = 1.002 (target <= 1.00)"), "%s", s);
+  cr_assert(strstr(s, "[met] programs: time geomean over 2 programs, tlbpack / jemalloc = 0.999 (target <= 1.00)"), "%s", s);
+  cr_assert(strstr(s, "tlbpack / jemalloc = 1.00 (target <= 1.10)"), "a value away from its limit keeps two decimals: %s", s);
+  free(s);
+  /* exactly the limit: two decimals, met */
+  fill_near((double[]){1000, 1000}, (double[]){1000, 1000});
+  s = capture(ntargets, NULL);
+  cr_assert(strstr(s, "[met] programs: peak RSS + hugetlb geomean over 2 programs, tlbpack / jemalloc = 1.00 (target <= 1.00)"), "%s", s);
+  free(s);
+}
+
 Test(format, nan_prints_as_na) {
   char b[16];
   cr_assert_str_eq(tb_fmt(b, sizeof b, NAN, 2), "n/a");

@@ -163,22 +163,27 @@ Test(targets, without_a_tlbpack_cell_say_so) {
 static tb_workload_t wp1 = {.name = "prog-a"}, wp2 = {.name = "prog-b"};
 static tb_alloc_t tc = {.name = "tcmalloc"};
 static tb_cell_t pcells[6];
-static void fill_programs(void) {
-  const tb_workload_t *ws[] = {&wp1, &wp1, &wp1, &wp2, &wp2, &wp2};
-  const tb_alloc_t *as[] = {&je, &tp, &tc, &je, &tp, &tc};
-  double ns[] = {1000, 500, 800, 1000, 1200, 900}, kb[] = {1000, 900, 1000, 1000, 1000, 1000},
-         huge[] = {0, 0, 0, 0, 600, 0};
-  for (int i = 0; i < 6; i++) {
-    tb_cell_init(&pcells[i], ws[i], as[i]);
+/* n cells of the given workloads and allocators, one run each of those ns, kB and hugetlb kB. */
+static void fill_runs(tb_cell_t *cells, int n, const tb_workload_t *const *ws, const tb_alloc_t *const *as,
+                      const double *ns, const double *kb, const double *huge) {
+  for (int i = 0; i < n; i++) {
+    tb_cell_init(&cells[i], ws[i], as[i]);
     char line[256];
     snprintf(line, sizeof line, "RESULT workload=%s ns_per_op=%.0f peak_rss_kb=%.0f hugetlb_kb=%.0f malloc_from=x",
              ws[i]->name, ns[i], kb[i], huge[i]);
     tb_kv_t kv;
     const char *why;
     cr_assert_eq(tb_parse_result(line, &kv, &why), 0);
-    tb_cell_add_run(&pcells[i], &kv);
+    tb_cell_add_run(&cells[i], &kv);
   }
-  tb_summarize(pcells, 6);
+  tb_summarize(cells, (size_t)n);
+}
+static void fill_programs(void) {
+  const tb_workload_t *ws[] = {&wp1, &wp1, &wp1, &wp2, &wp2, &wp2};
+  const tb_alloc_t *as[] = {&je, &tp, &tc, &je, &tp, &tc};
+  double ns[] = {1000, 500, 800, 1000, 1200, 900}, kb[] = {1000, 900, 1000, 1000, 1000, 1000},
+         huge[] = {0, 0, 0, 0, 600, 0};
+  fill_runs(pcells, 6, ws, as, ns, kb, huge);
 }
 static void ptargets(FILE *f, void *arg) { tb_write_targets(f, pcells, 6); }
 Test(targets, programs_are_judged_by_geomeans_against_jemalloc_and_tcmalloc) {
@@ -208,17 +213,8 @@ static tb_cell_t ncells[4];
 static void fill_near(const double tp_ns[2], const double tp_kb[2]) {
   const tb_workload_t *ws[] = {&wp1, &wp1, &wp2, &wp2};
   const tb_alloc_t *as[] = {&je, &tp, &je, &tp};
-  for (int i = 0; i < 4; i++) {
-    tb_cell_init(&ncells[i], ws[i], as[i]);
-    char line[256];
-    snprintf(line, sizeof line, "RESULT workload=%s ns_per_op=%.0f peak_rss_kb=%.0f hugetlb_kb=0 malloc_from=x",
-             ws[i]->name, i & 1 ? tp_ns[i / 2] : 1000.0, i & 1 ? tp_kb[i / 2] : 1000.0);
-    tb_kv_t kv;
-    const char *why;
-    cr_assert_eq(tb_parse_result(line, &kv, &why), 0);
-    tb_cell_add_run(&ncells[i], &kv);
-  }
-  tb_summarize(ncells, 4);
+  double ns[] = {1000, tp_ns[0], 1000, tp_ns[1]}, kb[] = {1000, tp_kb[0], 1000, tp_kb[1]}, huge[4] = {0};
+  fill_runs(ncells, 4, ws, as, ns, kb, huge);
 }
 static void ntargets(FILE *f, void *arg) { tb_write_targets(f, ncells, 4); }
 Test(targets, a_value_that_rounds_to_its_limit_shows_the_decimals_that_decide) {

@@ -24,6 +24,12 @@
  *                 8-128 B, pushes each onto a shared stack (one mutex) and frees the batch
  *                 below it, the other thread's when the two alternate: blocks handed over a
  *                 batch at a time. ns per malloc+free of one block, per thread.
+ * --mode bursts   sh6bench's shape with small blocks: each of two threads allocates a burst of
+ *                 --keep blocks of 8-128 B at one call site (the same site in both threads),
+ *                 writes each, then frees the burst, in reverse order every other time (a
+ *                 request's or a parse's nodes). More blocks than a thread cache holds: the
+ *                 bursts go through the shared slabs. ns per malloc+free of one block, per
+ *                 thread.
  * --mode handover rptest's shape: each of two threads keeps --keep blocks of 16 B-16 KiB
  *                 (log-uniform: about as many in each doubling, most bytes in the large ones),
  *                 frees a random one and allocates another from one call site, writing it
@@ -266,6 +272,33 @@ static void *batches(void *arg) {
   return NULL;
 }
 
+/* One allocation site for both threads' bursts. */
+static __attribute__((noipa)) void *burst_alloc(size_t n) {
+  void *p = malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+static void *bursts(void *arg) {
+  uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 15485863;
+  char **p = map_array(n_keep * sizeof *p);
+  pthread_barrier_wait(&go);
+  for (unsigned long i = 0, round = 0; i < n_ops; round++) {
+    unsigned long n = n_ops - i < n_keep ? n_ops - i : n_keep;
+    for (unsigned long k = 0; k < n; k++) {
+      if (!(p[k] = burst_alloc(wl_rand_range(&s, 8, 128)))) wl_die("out of memory at op %lu", i + k);
+      p[k][0] = (char)k;
+    }
+    if (round & 1)
+      for (unsigned long k = n; k-- > 0;) free(p[k]);
+    else
+      for (unsigned long k = 0; k < n; k++) free(p[k]);
+    i += n;
+  }
+  munmap(p, n_keep * sizeof *p);
+  return NULL;
+}
+
 static double run_two(void *(*fn)(void *)) {
   if (fn == scratch)
     for (int i = 0; i < 2; i++)
@@ -356,7 +389,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, scratch, churn, batches, handover, medium or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, scratch, churn, batches, bursts, handover, medium or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -375,10 +408,11 @@ int main(int argc, char **argv) {
     n_ops = (n_ops + BATCH - 1) / BATCH * BATCH; /* whole batches: the ops run and reported */
     ns = run_two(batches), name = "batches-mt", op = "malloc+free";
   }
+  else if (!strcmp(mode, "bursts")) ns = run_two(bursts), name = "bursts-mt", op = "malloc+free";
   else if (!strcmp(mode, "handover")) ns = run_two(handover), name = "handover-mt", op = "free+malloc+write";
   else if (!strcmp(mode, "medium")) ns = run_medium(), name = "medium", op = "free+malloc";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches, handover, medium or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches, bursts, handover, medium or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

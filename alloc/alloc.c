@@ -118,7 +118,8 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
     tp_group_t *hg = _tp_groups[h];
     tp_tbin_t *hb = tc->groups[h]->bins[c];
     uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-    int donor = hg != NULL && _tp_policy_adopt_donor(h != g && hg->site != 0, atomic_load(&hg->alias) != 0,
+    /* Not itself: its own counters, which every thread refilling here writes, are not read. */
+    int donor = hg != NULL && h != g && _tp_policy_adopt_donor(hg->site != 0, atomic_load(&hg->alias) != 0,
                                                      _tp_tbin_count(hb), _tp_classes[c].tcache_cap, atomic_load(&hg->slab_bytes),
                                                      _tp_opt.exclusive_bytes, now - atomic_load(&hg->last_refill));
     if (!donor) {
@@ -197,9 +198,11 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       } else {
         now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
       }
-      _Atomic uint64_t *last = &_tp_groups[g]->last_refill;
-      if (now - atomic_load_explicit(last, memory_order_relaxed) >= 8)
-        atomic_store_explicit(last, now, memory_order_relaxed);
+      tp_tgroup_t *tg = tc->groups[g];
+      if (now - tg->refill_mark >= 8) {
+        atomic_store_explicit(&_tp_groups[g]->last_refill, now, memory_order_relaxed);
+        tg->refill_mark = now;
+      }
       /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
        * otherwise share lines across threads; just what is wanted for the larger ones; a
        * bin's first blocks a few at a time (policy.c). */

@@ -372,31 +372,40 @@ typedef struct tp_bin_s {
   size_t navail;         /* objects available in its slabs (read without the lock by
                           * _tp_policy_borrow_shared: a hint) */
   uint64_t last_fill;    /* _tp_refill_clock at the last fill */
+  /* By thread side (tp_tcache_t.side), the slab that side's last refill took from: the next
+   * refill of a thread of that side takes from it while it has room and that thread still
+   * fills it, without walking the partial list (whose slabs another thread's refills and
+   * flushes write). Cleared when the slab goes back (slab.c). */
+  tp_slab_t *cur[2];
 } tp_bin_t;
 
 struct tp_group_s {
+  /* What the allocation paths read and rarely change: */
   uint16_t id;
   uint8_t explicit_;     /* created with tp_group_create */
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
   uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
   _Atomic uint8_t idle;  /* group:thread: its thread has exited and no new one took it yet */
-  tp_lock_t arena_lock;
-  tp_slab_t *arena_cur;  /* the run being filled (arena_lock) */
   _Atomic uint32_t gen;  /* bumped by destroy: thread caches drop stale entries */
-  _Atomic size_t slab_bytes;
   uintptr_t site;        /* allocation site for site groups */
   /* Site adoption (alloc.c): a site group that keeps needing fresh memory while the thread
    * holds freed blocks of an idle site group joins that group (`alias`): one site filled a
    * structure, another replaces its entries, and the space stays in use. */
   _Atomic uint16_t alias;
-  _Atomic uint32_t votes;       /* consecutive votes for vote_for */
   _Atomic uint16_t vote_for;
-  _Atomic uint64_t last_refill; /* _tp_refill_clock at the group's last refill */
+  _Atomic uint32_t votes;       /* consecutive votes for vote_for (written when it changes) */
   char name[48];
-  tp_filler_t filler;    /* hpages this group owns (heap lock) */
+  /* What threads write as they allocate, from the next line on: every refill of a site group
+   * reads `alias` (group.c, _tp_site_group), and every free another thread makes into the
+   * group's slabs reads `gen` and `idle`. */
+  _Alignas(64) _Atomic size_t slab_bytes;
+  _Atomic uint64_t last_refill; /* _tp_refill_clock at the group's last refill */
+  tp_lock_t arena_lock;
+  tp_slab_t *arena_cur;  /* the run being filled (arena_lock) */
   tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first; an explicit
                           * group's first hpage while on 4 KiB pages (heap lock) */
   tp_slab_t *larges;     /* medium/large objects (heap lock), for destroy and stats */
+  tp_filler_t filler;    /* hpages this group owns (heap lock) */
   tp_bin_t bins[TP_NCLASSES];
 };
 
@@ -594,6 +603,9 @@ typedef struct tp_tgroup_s {
   tp_tbin_t *remote[TP_NCLASSES];
   tp_tbin_t *fast[TP_FAST_N]; /* bins by _tp_fast_index(size): malloc needs no class lookup */
   uint32_t gen;
+  /* The clock this thread last wrote into the group's last_refill: it writes again 8 refills
+   * of the process later, without reading the line other threads write too (alloc.c). */
+  uint64_t refill_mark;
 } tp_tgroup_t;
 
 /* The site cache: a return address and the bins (by size, `fast`) of the group it allocates
@@ -629,6 +641,8 @@ typedef struct tp_tcache_s {
   uint8_t owns_thread_group;
   uint8_t dead;          /* the static records: never caches (exited thread), or not started */
   uint8_t exited;        /* its thread has exited (the record waits for a new thread) */
+  uint8_t side;          /* 0 or 1, in turn as threads start: which of a bin's current slabs
+                          * its refills take from (tp_bin_t.cur) */
   uint16_t big_bins;     /* bins created with a class's tcache_limit above its tcache_cap
                           * (at most TP_BIG_BINS: a thread holds at most 16 MiB that way) */
   uint16_t grown_bins;   /* bins grown past their class's tcache_limit (at most TP_GROWN_BINS) */

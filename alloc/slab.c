@@ -45,6 +45,12 @@ static void partial_push(tp_bin_t *b, tp_slab_t *s) {
   s->in_partial = 1;
 }
 
+/* Slab s of bin b goes back to the heap: no side refills from it any more. */
+static void bin_forget(tp_bin_t *b, const tp_slab_t *s) {
+  for (unsigned i = 0; i < 2; i++)
+    if (b->cur[i] == s) b->cur[i] = NULL;
+}
+
 static void partial_unlink(tp_bin_t *b, tp_slab_t *s) {
   TP_LIST_UNLINK(&b->partial, s, next, prev);
   s->in_partial = 0;
@@ -136,9 +142,12 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
   b->last_fill = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
   /* Another thread's slab gives only words of which it holds no object (while there is room
    * for a whole word): their live bytes and data lines are not that thread's. */
-  int whole = room >= 64, shared = 0;
+  int whole = room >= 64, shared = 0, side = _tp_tc->side;
   while (n < want) {
-    tp_slab_t *s = b->partial ? pick_partial(b, _tp_tc, whole, &shared) : NULL;
+    tp_slab_t *s = b->cur[side];
+    shared = 0;
+    if (s == NULL || !s->in_partial || __atomic_load_n(&s->filler, __ATOMIC_RELAXED) != _tp_tc)
+      s = b->partial ? pick_partial(b, _tp_tc, whole, &shared) : NULL;
     if (s == NULL) {
       s = slab_new(g, c);
       if (s == NULL) break;
@@ -148,6 +157,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
     } else if (shared && room - n < 64) {
       break; /* no room for a whole word of it */
     }
+    b->cur[side] = s;
     if (__atomic_load_n(&s->filler, __ATOMIC_RELAXED) != _tp_tc) /* a line every free reads */
       __atomic_store_n(&s->filler, _tp_tc, __ATOMIC_RELAXED);
     /* Whole bitmap words while there is room: a word's objects share a line of live bytes,
@@ -259,6 +269,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
       if (s->in_partial) partial_unlink(b, s);
       b->slabs--;
       navail -= s->nobj;
+      bin_forget(b, s);
       _tp_run_release(s);
       continue;
     }
@@ -279,6 +290,7 @@ void _tp_bin_trim(tp_group_t *g) {
       partial_unlink(b, s);
       b->slabs--;
       __atomic_store_n(&b->navail, b->navail - s->nobj, __ATOMIC_RELAXED);
+      bin_forget(b, s);
       _tp_run_release(s);
     }
     _tp_unlock(&b->lock);
@@ -321,6 +333,7 @@ void _tp_bin_release_all(tp_group_t *g) {
   _tp_unlock(&g->arena_lock);
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     g->bins[c].partial = NULL;
+    g->bins[c].cur[0] = g->bins[c].cur[1] = NULL;
     g->bins[c].slabs = 0;
     g->bins[c].navail = 0;
     _tp_unlock(&g->bins[c].lock);

@@ -79,6 +79,8 @@ static void reset_record(tp_tcache_t *tc) {
   tc->map_slabs = _tp_no_slabs;
 }
 
+static unsigned nstarted; /* thread caches started (tc_lock): their sides alternate */
+
 static tp_tcache_t *tcache_init(void) {
   if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) _tp_init();
   _tp_lock(&tc_lock);
@@ -95,6 +97,7 @@ static tp_tcache_t *tcache_init(void) {
   tc->mode = _tp_opt.group;
   _tp_lock(&tc_lock);
   link_all(tc);
+  tc->side = (uint8_t)(nstarted++ & 1);
   _tp_unlock(&tc_lock);
   _tp_tc = tc;
   if (tc_key_ok) pthread_setspecific(tc_key, tc);

@@ -241,3 +241,55 @@ Test(threads, a_fork_child_reuses_the_slabs_of_threads_it_did_not_inherit) {
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
             "the child never got the block back: the slab stayed the dead thread's (status %d)", st);
 }
+
+/* A bin's current slab per thread side (tp_bin_t.cur): a thread's refill takes from the slab
+ * its side's last refill took from, without walking the partial list that holds the other
+ * thread's slabs too; the bin forgets the slab when it goes back to the heap, so no refill
+ * takes from a released record. */
+enum { CUR_N = 600 };
+static void *cur_blocks[2][CUR_N];
+static tp_group_t *cur_group;
+static int cur_side[2], cur_own[2];
+static pthread_barrier_t cur_bar;
+static void *cur_thread(void *arg) {
+  int t = (int)(intptr_t)arg;
+  pthread_barrier_wait(&cur_bar);
+  for (int i = 0; i < CUR_N; i++) cur_blocks[t][i] = tp_group_malloc(cur_group, 48);
+  tp_bin_t *b = &_tp_groups[cur_group->id]->bins[_tp_class_of(48)];
+  cur_side[t] = _tp_tc->side;
+  _tp_lock(&b->lock);
+  const tp_slab_t *s = b->cur[cur_side[t]];
+  cur_own[t] = s != NULL && s->filler == _tp_tc && s->group == cur_group->id && s->cls == _tp_class_of(48);
+  _tp_unlock(&b->lock);
+  pthread_barrier_wait(&cur_bar); /* both have looked before either exits */
+  return NULL;
+}
+Test(threads, each_side_refills_from_a_current_slab_that_the_bin_forgets_when_it_goes_back) {
+  cur_group = tp_group_create("sides");
+  cr_assert_not_null(cur_group);
+  pthread_barrier_init(&cur_bar, NULL, 2);
+  pthread_t a, b;
+  pthread_create(&a, NULL, cur_thread, (void *)(intptr_t)0);
+  pthread_create(&b, NULL, cur_thread, (void *)(intptr_t)1);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  cr_assert_neq(cur_side[0], cur_side[1], "two threads started one after the other share a side");
+  cr_assert(cur_own[0] && cur_own[1], "a side's current slab is not one its thread fills (%d, %d)", cur_own[0], cur_own[1]);
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < CUR_N; i++) tp_free(cur_blocks[t][i]);
+  _tp_tcache_flush_all(_tp_tc);
+  tp_bin_t *bin = &_tp_groups[cur_group->id]->bins[_tp_class_of(48)];
+  _tp_lock(&bin->lock);
+  cr_assert_leq(bin->slabs, 1, "the empty slabs did not go back (%u left)", (unsigned)bin->slabs);
+  for (int i = 0; i < 2; i++) {
+    int listed = 0;
+    for (tp_slab_t *s = bin->partial; s; s = s->next) listed += s == bin->cur[i];
+    cr_assert(bin->cur[i] == NULL || listed, "side %d still refills from a slab that went back", i);
+  }
+  _tp_unlock(&bin->lock);
+  /* The bin refills after that, from the slab it kept or a new one. */
+  void *p = tp_group_malloc(cur_group, 48);
+  cr_assert_not_null(p);
+  tp_free(p);
+  tp_group_destroy(cur_group);
+}

@@ -372,11 +372,13 @@ typedef struct tp_bin_s {
   size_t navail;         /* objects available in its slabs (read without the lock by
                           * _tp_policy_borrow_shared: a hint) */
   uint64_t last_fill;    /* _tp_refill_clock at the last fill */
-  /* By thread side (tp_tcache_t.side), the slab that side's last refill took from: the next
-   * refill of a thread of that side takes from it while it has room and that thread still
-   * fills it, without walking the partial list (whose slabs another thread's refills and
-   * flushes write). Cleared when the slab goes back (slab.c). */
+  /* By thread side (tp_tcache_t.side), the slab that side's last refill took from: while the
+   * other side fills from the bin too, the next refill of a thread of that side takes from it
+   * while it has room and that thread still fills it, without walking the partial list (whose
+   * slabs another thread's refills and flushes write). Cleared when the slab goes back
+   * (slab.c). side_fill: the low 32 bits of the clock at each side's last fill (0: none). */
   tp_slab_t *cur[2];
+  uint32_t side_fill[2];
 } tp_bin_t;
 
 struct tp_group_s {

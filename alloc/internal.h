@@ -411,6 +411,7 @@ struct tp_group_s {
   tp_bin_t bins[TP_NCLASSES];
 };
 
+_Static_assert(offsetof(struct tp_group_s, id) == 0, "a group starts with its id (group.c, checked)");
 extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
 extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 #define TP_IDLE_REFILLS 64 /* a site group that has not refilled in this many refills is idle */

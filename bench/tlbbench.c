@@ -321,7 +321,8 @@ int main(int argc, char **argv) {
   tb_cell_t *cells = calloc(cap, sizeof *cells);
   char (*skipped)[256] = calloc(cap + tb_nallocs, sizeof *skipped);
   size_t ncells = 0, nskipped = 0;
-  if (!cells || !skipped) { note("tlbbench: out of memory\n"); free(cells); free(skipped); return 1; }
+  int rc = 1; /* from here every return goes through `out`, which frees the tables */
+  if (!cells || !skipped) { note("tlbbench: out of memory\n"); goto out; }
   const tb_alloc_t *order[64];
   char libs[64][512];
   size_t nalloc = 0;
@@ -380,19 +381,14 @@ int main(int argc, char **argv) {
       ncells++;
     }
   }
-  if (!ncells) {
-    note("tlbbench: nothing to run (no workload x allocator cell is available)\n");
-    free(cells);
-    free(skipped);
-    return 1;
-  }
+  if (!ncells) { note("tlbbench: nothing to run (no workload x allocator cell is available)\n"); goto out; }
 
   char tmpdir[4200], path[4400];
   snprintf(tmpdir, sizeof tmpdir, "%s/tmp", o.out);
-  if (mkdirs(o.out) || mkdirs(tmpdir)) { note("tlbbench: cannot create %s: %s\n", tmpdir, strerror(errno)); free(cells); free(skipped); return 1; }
+  if (mkdirs(o.out) || mkdirs(tmpdir)) { note("tlbbench: cannot create %s: %s\n", tmpdir, strerror(errno)); goto out; }
   snprintf(path, sizeof path, "%s/runs.csv", o.out);
   FILE *runs_csv = fopen(path, "w");
-  if (!runs_csv) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); free(cells); free(skipped); return 1; }
+  if (!runs_csv) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); goto out; }
   const char *rh[] = {"workload", "allocator", "run", "status", "wall_s", "ns_per_op", "peak_rss_kb",
                       "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from", "result"};
   tb_csv_row(runs_csv, rh, sizeof rh / sizeof rh[0]);
@@ -568,9 +564,10 @@ int main(int argc, char **argv) {
   }
   if (f) fclose(f);
   note("tlbbench: done in %.0f s; %s/{runs.csv,summary.csv,summary.md}, %d plot(s)\n", now_s() - t0, o.out, plots);
-  int rc = 0;
+  rc = 0;
   for (size_t i = 0; i < ncells; i++)
     if (cells[i].nruns == 0) rc = 1;  /* a cell that never ran is a failure of the benchmark */
+out:
   free(cells);
   free(skipped);
   return rc;

@@ -272,12 +272,8 @@ static void *batches(void *arg) {
   return NULL;
 }
 
-/* One allocation site for both threads' bursts. */
-static __attribute__((noipa)) void *burst_alloc(size_t n) {
-  void *p = malloc(n);
-  __asm__ volatile("" ::: "memory");
-  return p;
-}
+/* One allocation site for both threads' bursts (site_burst, like the sites mode's). */
+SITE(_burst)
 
 static void *bursts(void *arg) {
   uint64_t s = wl_seed + (uint64_t)(uintptr_t)arg * 15485863;
@@ -286,7 +282,7 @@ static void *bursts(void *arg) {
   for (unsigned long i = 0, round = 0; i < n_ops; round++) {
     unsigned long n = n_ops - i < n_keep ? n_ops - i : n_keep;
     for (unsigned long k = 0; k < n; k++) {
-      if (!(p[k] = burst_alloc(wl_rand_range(&s, 8, 128)))) wl_die("out of memory at op %lu", i + k);
+      if (!(p[k] = site_burst(wl_rand_range(&s, 8, 128)))) wl_die("out of memory at op %lu", i + k);
       p[k][0] = (char)k;
     }
     if (round & 1)

@@ -253,11 +253,7 @@ tp_group_t *tp_group_create_arena(const char *name) {
 
 static tp_group_t *checked(const tp_group_t *g, const char *fn) {
   if (g == NULL) return NULL;
-  /* The id read as bytes: a pointer that is not a group may not be aligned as one (a group's
-   * written fields start a cache line of their own), and only a group in the table is read
-   * as a group. */
-  uint16_t id;
-  memcpy(&id, (const void *)g, sizeof id);
+  unsigned id = _tp_group_handle_id(g);
   if (id == 0 || id >= TP_MAX_GROUPS || _tp_groups[id] != g || !g->explicit_)
     _tp_fatal("%s: %p is not a live group from tp_group_create", fn, (const void *)g);
   return (tp_group_t *)g;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "tlbpack.h"
 
@@ -411,7 +412,15 @@ struct tp_group_s {
   tp_bin_t bins[TP_NCLASSES];
 };
 
-_Static_assert(offsetof(struct tp_group_s, id) == 0, "a group starts with its id (group.c, checked)");
+_Static_assert(offsetof(struct tp_group_s, id) == 0, "a group starts with its id");
+/* The id at the start of a group handle from the program, read as bytes: a pointer that is not
+ * a group may not be aligned as one (a group's written fields start a cache line of their
+ * own), so it is read as a group only once _tp_groups[id] names it (group.c, checked). */
+static inline unsigned _tp_group_handle_id(const tp_group_t *g) {
+  uint16_t id;
+  memcpy(&id, (const void *)g, sizeof id);
+  return id;
+}
 extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
 extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 #define TP_IDLE_REFILLS 64 /* a site group that has not refilled in this many refills is idle */

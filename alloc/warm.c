@@ -1,8 +1,6 @@
 /* TLB warming. Hardware prefetchers stop at page boundaries and do not walk page tables; a
  * software prefetch does walk (and is dropped rather than fault), so one prefetch per page
  * loads the translation before a phase needs it. It hides walk latency; it adds no capacity. */
-#include <string.h>
-
 #include "internal.h"
 
 static inline size_t page_of(uintptr_t a) {
@@ -51,9 +49,7 @@ static void warm_hpage(tp_hpage_t *h, void *arg) {
 
 void tp_group_warm(const tp_group_t *g) {
   if (g == NULL || atomic_load(&_tp_ready) == 0) return;
-  uint16_t id; /* read as bytes, as group.c's checks do: g may not be aligned as a group */
-  memcpy(&id, (const void *)g, sizeof id);
-  warm_arg_t a = {id};
+  warm_arg_t a = {_tp_group_handle_id(g)};
   _tp_lock(&_tp_heap_lock);
   _tp_heap_foreach(warm_hpage, &a);
   _tp_unlock(&_tp_heap_lock);

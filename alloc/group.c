@@ -37,7 +37,8 @@ static _Atomic unsigned nsplit;
 static void group_setup(tp_group_t *g, unsigned id, const char *name) {
   g->id = (uint16_t)id;
   _tp_lock_reinit(&g->arena_lock);
-  for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock_reinit(&g->bins[c].lock);
+  for (unsigned i = 0; i < TP_LANES; i++)
+    for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock_reinit(&g->lanes[i][c].lock);
   if (name) snprintf(g->name, sizeof g->name, "%s", name);
 }
 
@@ -346,7 +347,8 @@ void _tp_groups_prefork(void) {
   for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
     tp_group_t *g = _tp_groups[i];
     if (g) {
-      for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->bins[c].lock);
+      for (unsigned l = 0; l < TP_LANES; l++)
+        for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->lanes[l][c].lock);
       _tp_lock(&g->arena_lock);
     }
   }
@@ -356,10 +358,11 @@ void _tp_groups_postfork(int child) {
   for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
     tp_group_t *g = _tp_groups[i];
     if (g) {
-      for (unsigned c = 0; c < TP_NCLASSES; c++) {
-        if (child) _tp_lock_reinit(&g->bins[c].lock);
-        else _tp_unlock(&g->bins[c].lock);
-      }
+      for (unsigned l = 0; l < TP_LANES; l++)
+        for (unsigned c = 0; c < TP_NCLASSES; c++) {
+          if (child) _tp_lock_reinit(&g->lanes[l][c].lock);
+          else _tp_unlock(&g->lanes[l][c].lock);
+        }
       if (child) _tp_lock_reinit(&g->arena_lock);
       else _tp_unlock(&g->arena_lock);
     }

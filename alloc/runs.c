@@ -101,9 +101,22 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
     h->state = TP_HP_ACTIVE;
     h->owner = owner->id;
     h->used_mask = 0;
+    h->side_mask = 0;
     h->nused = 0;
     _tp_filler_insert(&owner->filler, h);
     slot = 0;
+  }
+  /* Within the hpage, a run of slots the thread's side gave back last (or never used, for side
+   * 0), if it has one: a slab a thread released is carved again by a thread of its side, whose
+   * cache may still hold its lines, not by the other side's (two threads bursting 10000 blocks
+   * at one site wrote every line of the other thread's released slabs). A process with one
+   * thread, side 0, marks none and carves first fit as before. */
+  if (step == 1) {
+    tp_slotmask_t other = _tp_tc->side ? ~h->side_mask : h->side_mask;
+    if (other & ~h->used_mask & TP_SLOT_RUN(slot, n)) {
+      int s = _tp_slots_find_run(h->used_mask | other, n);
+      if (s >= 0) slot = s;
+    }
   }
   tp_slotmask_t bits = TP_SLOT_RUN(slot, n);
   *zeroed = (h->fresh_mask & bits) == bits;
@@ -119,6 +132,10 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
 static void free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
   tp_group_t *owner = _tp_groups[h->owner];
   for (unsigned i = slot; i < slot + n; i++) h->slot_slab[i] = NULL;
+  if (_tp_tc->side)
+    h->side_mask |= TP_SLOT_RUN(slot, n);
+  else
+    h->side_mask &= ~TP_SLOT_RUN(slot, n);
   _tp_filler_update(&owner->filler, h, slot, n, 0);
   _tp_heap_used_bytes -= (size_t)n * TP_SLOT;
   if (h->nused == 0) {

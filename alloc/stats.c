@@ -174,11 +174,14 @@ void tp_stats_print(FILE *out, int json) {
     /* its small classes: slabs, objects, and how many sit available in the slabs (the rest
      * are live or in thread caches) */
     for (unsigned c = 0; c < TP_NCLASSES; c++) {
-      tp_bin_t *b = &g->bins[c];
-      _tp_lock(&b->lock);
-      size_t slabs = b->slabs, avail = 0, partial = 0;
-      for (tp_slab_t *s = b->partial; s; s = s->next, partial++) avail += s->navail;
-      _tp_unlock(&b->lock);
+      size_t slabs = 0, avail = 0, partial = 0;
+      for (unsigned i = 0; i < TP_LANES; i++) {
+        tp_lane_t *l = &g->lanes[i][c];
+        _tp_lock(&l->lock);
+        slabs += l->slabs;
+        for (tp_slab_t *s = l->partial; s; s = s->next, partial++) avail += s->navail;
+        _tp_unlock(&l->lock);
+      }
       if (slabs == 0) continue;
       fprintf(out, "tlbpack:     class %-6u slabs %-6zu (%zu partial) objects %-8zu available in slabs %zu\n",
               _tp_classes[c].size, slabs, partial, slabs * _tp_classes[c].nobj, avail);

@@ -89,6 +89,9 @@ Test(threads, another_live_threads_slab_gives_only_words_it_holds_nothing_in) {
   pthread_t a, b;
   pthread_create(&a, NULL, words_thread_a, NULL);
   pthread_barrier_wait(&words_bar);
+  /* a stops filling: its lane goes idle after the process's next TP_IDLE_REFILLS refills (b,
+   * started next, is of the other side, and takes from that lane only when it is idle). */
+  atomic_fetch_add(&_tp_refill_clock, 2 * TP_IDLE_REFILLS);
   pthread_create(&b, NULL, words_thread_b, NULL);
   pthread_join(b, NULL);
   pthread_barrier_wait(&words_bar);
@@ -242,10 +245,9 @@ Test(threads, a_fork_child_reuses_the_slabs_of_threads_it_did_not_inherit) {
             "the child never got the block back: the slab stayed the dead thread's (status %d)", st);
 }
 
-/* A bin's current slab per thread side (tp_bin_t.cur): a thread's refill takes from the slab
- * its side's last refill took from, without walking the partial list that holds the other
- * thread's slabs too; the bin forgets the slab when it goes back to the heap, so no refill
- * takes from a released record. */
+/* A group's bin has a lane per thread side (tp_lane_t): two threads started one after the
+ * other fill from lanes of their own, and each slab's blocks go back under its lane's lock;
+ * when every block is back, the empty slabs go back to the heap from either lane. */
 enum { CUR_N = 600 };
 static void *cur_blocks[2][CUR_N];
 static tp_group_t *cur_group;
@@ -255,16 +257,17 @@ static void *cur_thread(void *arg) {
   int t = (int)(intptr_t)arg;
   pthread_barrier_wait(&cur_bar);
   for (int i = 0; i < CUR_N; i++) cur_blocks[t][i] = tp_group_malloc(cur_group, 48);
-  tp_bin_t *b = &_tp_groups[cur_group->id]->bins[_tp_class_of(48)];
   cur_side[t] = _tp_tc->side;
-  _tp_lock(&b->lock);
-  const tp_slab_t *s = b->cur[cur_side[t]];
-  cur_own[t] = s != NULL && s->filler == _tp_tc && s->group == cur_group->id && s->cls == _tp_class_of(48);
-  _tp_unlock(&b->lock);
+  /* Every slab of its blocks is in its side's lane and filled by it. */
+  cur_own[t] = 1;
+  for (int i = 0; i < CUR_N; i++) {
+    const tp_slab_t *s = _tp_slab_of(cur_blocks[t][i]);
+    if (s->lane != cur_side[t] || s->filler != _tp_tc) cur_own[t] = 0;
+  }
   pthread_barrier_wait(&cur_bar); /* both have looked before either exits */
   return NULL;
 }
-Test(threads, each_side_refills_from_a_current_slab_that_the_bin_forgets_when_it_goes_back) {
+Test(threads, two_threads_fill_from_lanes_of_their_own_and_their_empty_slabs_go_back) {
   cur_group = tp_group_create("sides");
   cr_assert_not_null(cur_group);
   pthread_barrier_init(&cur_bar, NULL, 2);
@@ -274,22 +277,68 @@ Test(threads, each_side_refills_from_a_current_slab_that_the_bin_forgets_when_it
   pthread_join(a, NULL);
   pthread_join(b, NULL);
   cr_assert_neq(cur_side[0], cur_side[1], "two threads started one after the other share a side");
-  cr_assert(cur_own[0] && cur_own[1], "a side's current slab is not one its thread fills (%d, %d)", cur_own[0], cur_own[1]);
+  cr_assert(cur_own[0] && cur_own[1], "a thread's blocks sit in slabs of another lane or thread (%d, %d)",
+            cur_own[0], cur_own[1]);
+  unsigned c = _tp_class_of(48);
+  tp_group_t *g = _tp_groups[cur_group->id];
+  cr_assert_gt(g->lanes[0][c].slabs, 0, "lane 0 has no slab");
+  cr_assert_gt(g->lanes[1][c].slabs, 0, "lane 1 has no slab");
   for (int t = 0; t < 2; t++)
     for (int i = 0; i < CUR_N; i++) tp_free(cur_blocks[t][i]);
   _tp_tcache_flush_all(_tp_tc);
-  tp_bin_t *bin = &_tp_groups[cur_group->id]->bins[_tp_class_of(48)];
-  _tp_lock(&bin->lock);
-  cr_assert_leq(bin->slabs, 1, "the empty slabs did not go back (%u left)", (unsigned)bin->slabs);
-  for (int i = 0; i < 2; i++) {
-    int listed = 0;
-    for (tp_slab_t *s = bin->partial; s; s = s->next) listed += s == bin->cur[i];
-    cr_assert(bin->cur[i] == NULL || listed, "side %d still refills from a slab that went back", i);
+  size_t slabs = 0;
+  for (int i = 0; i < TP_LANES; i++) {
+    tp_lane_t *l = &g->lanes[i][c];
+    _tp_lock(&l->lock);
+    slabs += l->slabs;
+    size_t avail = 0;
+    for (tp_slab_t *s = l->partial; s; s = s->next) {
+      cr_assert_eq(s->lane, i, "a slab listed in lane %d says lane %d", i, s->lane);
+      avail += s->navail;
+    }
+    cr_assert_eq(l->navail, avail, "lane %d counts %zu available, its slabs %zu", i, l->navail, avail);
+    _tp_unlock(&l->lock);
   }
-  _tp_unlock(&bin->lock);
+  cr_assert_leq(slabs, 1, "the empty slabs did not go back (%zu left)", slabs);
   /* The bin refills after that, from the slab it kept or a new one. */
   void *p = tp_group_malloc(cur_group, 48);
   cr_assert_not_null(p);
   tp_free(p);
   tp_group_destroy(cur_group);
+}
+
+/* A run of slots a thread gives back is marked with its side (tp_hpage_t.side_mask): a thread of
+ * the other side carves elsewhere in the hpage while it can, so the lines the first thread's
+ * cache holds stay that side's. */
+static tp_group_t *slot_group;
+static void *slot_block;
+static int slot_side;
+static void *slot_thread(void *arg) {
+  (void)arg;
+  slot_block = tp_group_malloc(slot_group, 100 << 10); /* a medium run of 4 slots */
+  slot_side = _tp_tc->side; /* the thread's cache starts at its first malloc */
+  tp_free(slot_block);                                  /* given back at once, marked */
+  return NULL;
+}
+Test(threads, a_run_given_back_by_one_side_is_carved_again_by_that_side_first) {
+  slot_group = tp_group_create("slots");
+  cr_assert_not_null(slot_group);
+  void *keep = tp_group_malloc(slot_group, 48); /* the group's hpage stays in use */
+  cr_assert_not_null(keep);
+  int me = _tp_tc->side;
+  pthread_t t;
+  for (int k = 0; k < 2; k++) { /* sides alternate as threads start: one of two is the other */
+    pthread_create(&t, NULL, slot_thread, NULL);
+    pthread_join(t, NULL);
+    if (slot_side != me) break;
+  }
+  cr_assert_neq(slot_side, me, "no thread of the other side");
+  cr_assert_eq(_tp_hpage_of(slot_block), _tp_hpage_of(keep), "the run was carved on another hpage");
+  void *q = tp_group_malloc(slot_group, 100 << 10);
+  cr_assert_not_null(q);
+  cr_assert_eq(_tp_hpage_of(q), _tp_hpage_of(keep), "the second run was carved on another hpage");
+  cr_assert_neq(q, slot_block, "side %d carved the run side %d gave back, with other slots free", me, slot_side);
+  tp_free(q);
+  tp_free(keep);
+  tp_group_destroy(slot_group);
 }

@@ -109,12 +109,13 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
   /* Within the hpage, a run of slots the thread's side gave back last (or never used, for side
    * 0), if it has one: a slab a thread released is carved again by a thread of its side, whose
    * cache may still hold its lines, not by the other side's (two threads bursting 10000 blocks
-   * at one site wrote every line of the other thread's released slabs). A process with one
-   * thread, side 0, marks none and carves first fit as before. */
+   * at one site wrote every line of the other thread's released slabs). On 4 KiB pages only a
+   * run already touched: one never touched would add resident pages where first fit reuses
+   * some. A process with one thread, side 0, marks none and carves first fit as before. */
   if (step == 1) {
     tp_slotmask_t other = _tp_tc->side ? ~h->side_mask : h->side_mask;
     if (other & ~h->used_mask & TP_SLOT_RUN(slot, n)) {
-      int s = _tp_slots_find_run(h->used_mask | other, n);
+      int s = _tp_slots_find_run(h->used_mask | other | (h->source == TP_SRC_4K ? h->fresh_mask : 0), n);
       if (s >= 0) slot = s;
     }
   }

@@ -308,16 +308,20 @@ Test(threads, two_threads_fill_from_lanes_of_their_own_and_their_empty_slabs_go_
 }
 
 /* A run of slots a thread gives back is marked with its side (tp_hpage_t.side_mask): a thread of
- * the other side carves elsewhere in the hpage while it can, so the lines the first thread's
- * cache holds stay that side's. */
+ * the other side carves another run it has touched before while it can, so the lines the first
+ * thread's cache holds stay that side's. The other side's run comes first in the hpage, where
+ * first fit would take it. */
 static tp_group_t *slot_group;
 static void *slot_block;
 static int slot_side;
+static pthread_barrier_t slot_bar;
 static void *slot_thread(void *arg) {
   (void)arg;
   slot_block = tp_group_malloc(slot_group, 100 << 10); /* a medium run of 4 slots */
   slot_side = _tp_tc->side; /* the thread's cache starts at its first malloc */
-  tp_free(slot_block);                                  /* given back at once, marked */
+  pthread_barrier_wait(&slot_bar); /* the main thread carves its run after this one */
+  pthread_barrier_wait(&slot_bar);
+  tp_free(slot_block); /* given back at once, marked with this thread's side */
   return NULL;
 }
 Test(threads, a_run_given_back_by_one_side_is_carved_again_by_that_side_first) {
@@ -326,18 +330,65 @@ Test(threads, a_run_given_back_by_one_side_is_carved_again_by_that_side_first) {
   void *keep = tp_group_malloc(slot_group, 48); /* the group's hpage stays in use */
   cr_assert_not_null(keep);
   int me = _tp_tc->side;
+  pthread_barrier_init(&slot_bar, NULL, 2);
+  pthread_t t;
+  pthread_create(&t, NULL, slot_thread, NULL);
+  pthread_barrier_wait(&slot_bar);
+  if (slot_side == me) { /* sides alternate as threads start: the next one is the other */
+    pthread_barrier_wait(&slot_bar);
+    pthread_join(t, NULL);
+    pthread_create(&t, NULL, slot_thread, NULL);
+    pthread_barrier_wait(&slot_bar);
+  }
+  cr_assert_neq(slot_side, me, "no thread of the other side");
+  void *mine = tp_group_malloc(slot_group, 100 << 10); /* after the other side's run */
+  cr_assert_not_null(mine);
+  pthread_barrier_wait(&slot_bar);
+  pthread_join(t, NULL);
+  tp_free(mine); /* given back: touched, marked with this side */
+  cr_assert_eq(_tp_hpage_of(slot_block), _tp_hpage_of(keep), "the run was carved on another hpage");
+  cr_assert_eq(_tp_hpage_of(mine), _tp_hpage_of(keep), "the second run was carved on another hpage");
+  cr_assert_lt((uintptr_t)slot_block, (uintptr_t)mine, "the other side's run is not the first fit");
+  void *q = tp_group_malloc(slot_group, 100 << 10);
+  cr_assert_not_null(q);
+  cr_assert_neq(q, slot_block, "side %d carved the run side %d gave back, with a run of its own free", me, slot_side);
+  cr_assert_eq(q, mine, "side %d did not carve the run it gave back", me);
+  tp_free(q);
+  tp_free(keep);
+  tp_group_destroy(slot_group);
+}
+
+/* On 4 KiB pages a run never touched would add resident pages: a side carves one of those only
+ * where first fit does, even when first fit is a run the other side gave back. */
+static void *fresh_thread(void *arg) {
+  (void)arg;
+  slot_block = tp_group_malloc(slot_group, 100 << 10);
+  slot_side = _tp_tc->side;
+  tp_free(slot_block);
+  return NULL;
+}
+Test(threads, on_4k_pages_a_side_takes_no_untouched_run_to_avoid_the_other_sides) {
+  slot_group = tp_group_create("fresh");
+  cr_assert_not_null(slot_group);
+  void *keep = tp_group_malloc(slot_group, 48);
+  cr_assert_not_null(keep);
+  int me = _tp_tc->side;
   pthread_t t;
   for (int k = 0; k < 2; k++) { /* sides alternate as threads start: one of two is the other */
-    pthread_create(&t, NULL, slot_thread, NULL);
+    pthread_create(&t, NULL, fresh_thread, NULL);
     pthread_join(t, NULL);
     if (slot_side != me) break;
   }
   cr_assert_neq(slot_side, me, "no thread of the other side");
-  cr_assert_eq(_tp_hpage_of(slot_block), _tp_hpage_of(keep), "the run was carved on another hpage");
-  void *q = tp_group_malloc(slot_group, 100 << 10);
+  tp_hpage_t *h = _tp_hpage_of(keep);
+  cr_assert_eq(_tp_hpage_of(slot_block), h, "the run was carved on another hpage");
+  void *q = tp_group_malloc(slot_group, 100 << 10); /* every other free run is untouched */
   cr_assert_not_null(q);
-  cr_assert_eq(_tp_hpage_of(q), _tp_hpage_of(keep), "the second run was carved on another hpage");
-  cr_assert_neq(q, slot_block, "side %d carved the run side %d gave back, with other slots free", me, slot_side);
+  if (h->source == TP_SRC_4K)
+    cr_assert_eq(q, slot_block, "side %d touched a new run on 4 KiB pages instead of the one side %d gave back", me,
+                 slot_side);
+  else
+    cr_assert_neq(q, slot_block, "side %d carved the run side %d gave back on a huge page", me, slot_side);
   tp_free(q);
   tp_free(keep);
   tp_group_destroy(slot_group);

@@ -37,8 +37,10 @@ static _Atomic unsigned nsplit;
 static void group_setup(tp_group_t *g, unsigned id, const char *name) {
   g->id = (uint16_t)id;
   _tp_lock_reinit(&g->arena_lock);
+  /* A lane never used holds zeros, an unlocked mutex: its pages stay untouched. */
+  unsigned used = atomic_exchange(&g->lanes_used, 0);
   for (unsigned i = 0; i < TP_LANES; i++)
-    for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock_reinit(&g->lanes[i][c].lock);
+    for (unsigned c = 0; c < TP_NCLASSES && (i == 0 || (used & (1u << i))); c++) _tp_lock_reinit(&g->lanes[i][c].lock);
   if (name) snprintf(g->name, sizeof g->name, "%s", name);
 }
 

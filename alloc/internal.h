@@ -395,6 +395,10 @@ struct tp_group_s {
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
   uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
   _Atomic uint8_t idle;  /* group:thread: its thread has exited and no new one took it yet */
+  /* Bit i: lane i has filled. A lane never used is never read (its lines stay cold and, in a
+   * process with one thread, its pages untouched): the other lane and the policies look at
+   * it only once its bit is set (one thread of 64 sites ran 3% slower reading them). */
+  _Atomic uint8_t lanes_used;
   _Atomic uint32_t gen;  /* bumped by destroy: thread caches drop stale entries */
   uintptr_t site;        /* allocation site for site groups */
   /* Site adoption (alloc.c): a site group that keeps needing fresh memory while the thread
@@ -432,10 +436,18 @@ extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
 /* Objects available in the slabs of class c of g, and its slabs, over both lanes, read without
  * the locks: hints. */
 static inline size_t _tp_bin_navail(const tp_group_t *g, unsigned c) {
-  return __atomic_load_n(&g->lanes[0][c].navail, __ATOMIC_RELAXED) + __atomic_load_n(&g->lanes[1][c].navail, __ATOMIC_RELAXED);
+  unsigned used = atomic_load_explicit(&g->lanes_used, memory_order_relaxed);
+  size_t n = 0;
+  for (unsigned i = 0; i < TP_LANES; i++)
+    if (used & (1u << i)) n += __atomic_load_n(&g->lanes[i][c].navail, __ATOMIC_RELAXED);
+  return n;
 }
 static inline size_t _tp_bin_slabs(const tp_group_t *g, unsigned c) {
-  return __atomic_load_n(&g->lanes[0][c].slabs, __ATOMIC_RELAXED) + __atomic_load_n(&g->lanes[1][c].slabs, __ATOMIC_RELAXED);
+  unsigned used = atomic_load_explicit(&g->lanes_used, memory_order_relaxed);
+  size_t n = 0;
+  for (unsigned i = 0; i < TP_LANES; i++)
+    if (used & (1u << i)) n += __atomic_load_n(&g->lanes[i][c].slabs, __ATOMIC_RELAXED);
+  return n;
 }
 extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 #define TP_IDLE_REFILLS 64 /* a site group that has not refilled in this many refills is idle */

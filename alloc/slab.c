@@ -107,10 +107,15 @@ static tp_slab_t *pick_partial(tp_lane_t *l, const tp_tcache_t *me, int whole, i
 /* Whether class c of g is in use: the later of its lanes' last fills (the other lane's read
  * without its lock). */
 static int bin_hot(tp_group_t *g, unsigned c) {
-  uint64_t f0 = __atomic_load_n(&g->lanes[0][c].last_fill, __ATOMIC_RELAXED);
-  uint64_t f1 = __atomic_load_n(&g->lanes[1][c].last_fill, __ATOMIC_RELAXED);
+  unsigned used = atomic_load_explicit(&g->lanes_used, memory_order_relaxed);
+  uint64_t last = 0;
+  for (unsigned i = 0; i < TP_LANES; i++)
+    if (used & (1u << i)) {
+      uint64_t f = __atomic_load_n(&g->lanes[i][c].last_fill, __ATOMIC_RELAXED);
+      if (f > last) last = f;
+    }
   return _tp_policy_bin_hot(atomic_load_explicit(&g->idle, memory_order_relaxed),
-                            atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed), f0 > f1 ? f0 : f1,
+                            atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed), last,
                             atomic_load_explicit(&g->alias, memory_order_relaxed) != 0);
 }
 /* Bits set in x (x86-64's baseline has no popcnt instruction: without it the builtin is a
@@ -150,8 +155,10 @@ static void lane_add(tp_lane_t *l, ptrdiff_t slabs, ptrdiff_t navail) {
  * (one whose thread exited, or, while o is idle, another thread's that it would share), if o
  * can be locked at once: the slab moves to l, the lane of its new filler. Both locks are held
  * only here, and the second only by a trylock: lanes never wait on each other. */
-static tp_slab_t *take_from_other(tp_lane_t *l, tp_lane_t *o, unsigned side, int whole, int *shared) {
-  if (__atomic_load_n(&o->slabs, __ATOMIC_RELAXED) == 0 || !_tp_trylock(&o->lock)) return NULL;
+static tp_slab_t *take_from_other(tp_group_t *g, tp_lane_t *l, tp_lane_t *o, unsigned side, int whole, int *shared) {
+  if (!(atomic_load_explicit(&g->lanes_used, memory_order_relaxed) & (1u << (side ^ 1))) ||
+      __atomic_load_n(&o->slabs, __ATOMIC_RELAXED) == 0 || !_tp_trylock(&o->lock))
+    return NULL;
   /* Another live thread's slab only while that lane is idle: a lane its threads fill from keeps
    * its partial slabs for them (two threads bursting at one site took 2140 of each other's slabs
    * in 4 M blocks, and every flush of the blocks left in them crossed lanes). */
@@ -176,6 +183,8 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
   unsigned n = 0, nt = 0;
   if (room > TP_FILL_MAX) room = TP_FILL_MAX;
   if (want > room) want = room;
+  if (!(atomic_load_explicit(&g->lanes_used, memory_order_relaxed) & (1u << side)))
+    atomic_fetch_or(&g->lanes_used, (uint8_t)(1u << side));
   _tp_lock(&l->lock);
   __atomic_store_n(&l->last_fill, atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed), __ATOMIC_RELAXED);
   /* Another thread's slab gives only words of which it holds no object (while there is room
@@ -184,7 +193,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
   while (n < want) {
     shared = 0;
     tp_slab_t *s = l->partial ? pick_partial(l, _tp_tc, whole, 1, &shared) : NULL;
-    if (s == NULL) s = take_from_other(l, &g->lanes[side ^ 1][c], side, whole, &shared);
+    if (s == NULL) s = take_from_other(g, l, &g->lanes[side ^ 1][c], side, whole, &shared);
     if (s == NULL) {
       s = slab_new(g, c);
       if (s == NULL) break;
@@ -330,8 +339,9 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
 }
 
 void _tp_bin_trim(tp_group_t *g) {
+  unsigned used = atomic_load(&g->lanes_used);
   for (unsigned i = 0; i < TP_LANES; i++)
-    for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    for (unsigned c = 0; c < TP_NCLASSES && (used & (1u << i)); c++) {
       tp_lane_t *l = &g->lanes[i][c];
       _tp_lock(&l->lock);
       for (tp_slab_t *s = l->partial, *next; s; s = next) {
@@ -361,8 +371,9 @@ static void collect_owned(tp_hpage_t *h, void *arg) {
 }
 
 void _tp_bin_release_all(tp_group_t *g) {
+  unsigned used = atomic_load(&g->lanes_used) | 1u; /* lane 0 always: its locks are the group's */
   for (unsigned i = 0; i < TP_LANES; i++)
-    for (unsigned c = 0; c < TP_NCLASSES; c++) _tp_lock(&g->lanes[i][c].lock);
+    for (unsigned c = 0; c < TP_NCLASSES && (used & (1u << i)); c++) _tp_lock(&g->lanes[i][c].lock);
   _tp_lock(&g->arena_lock);
   for (;;) {
     collect_t col = {g, NULL, 0, 4096};
@@ -381,7 +392,7 @@ void _tp_bin_release_all(tp_group_t *g) {
   g->arena_cur = NULL;
   _tp_unlock(&g->arena_lock);
   for (unsigned i = 0; i < TP_LANES; i++)
-    for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    for (unsigned c = 0; c < TP_NCLASSES && (used & (1u << i)); c++) {
       tp_lane_t *l = &g->lanes[i][c];
       l->partial = NULL;
       __atomic_store_n(&l->slabs, 0, __ATOMIC_RELAXED);

@@ -283,6 +283,7 @@ Test(threads, two_threads_fill_from_lanes_of_their_own_and_their_empty_slabs_go_
   tp_group_t *g = _tp_groups[cur_group->id];
   cr_assert_gt(g->lanes[0][c].slabs, 0, "lane 0 has no slab");
   cr_assert_gt(g->lanes[1][c].slabs, 0, "lane 1 has no slab");
+  cr_assert_eq(g->lanes_used, 3, "the group counts lanes %#x as used", (unsigned)g->lanes_used);
   for (int t = 0; t < 2; t++)
     for (int i = 0; i < CUR_N; i++) tp_free(cur_blocks[t][i]);
   _tp_tcache_flush_all(_tp_tc);
@@ -392,4 +393,20 @@ Test(threads, on_4k_pages_a_side_takes_no_untouched_run_to_avoid_the_other_sides
   tp_free(q);
   tp_free(keep);
   tp_group_destroy(slot_group);
+}
+
+/* A group one thread allocates from uses its side's lane only, and marks only that one used:
+ * the other lane's lines are never read. */
+Test(threads, one_thread_marks_only_its_own_lane_used) {
+  tp_group_t *grp = tp_group_create("one lane");
+  cr_assert_not_null(grp);
+  void *p[300];
+  for (int i = 0; i < 300; i++) p[i] = tp_group_malloc(grp, 48 + 16 * (i % 8));
+  tp_group_t *g = _tp_groups[grp->id];
+  unsigned side = _tp_tc->side;
+  cr_assert_eq(g->lanes_used, 1u << side, "one thread of side %u marked lanes %#x", side, (unsigned)g->lanes_used);
+  for (unsigned c = 0; c < TP_NCLASSES; c++)
+    cr_assert_eq(g->lanes[side ^ 1][c].slabs, 0, "the other lane holds slabs of class %u", c);
+  for (int i = 0; i < 300; i++) tp_free(p[i]);
+  tp_group_destroy(grp);
 }

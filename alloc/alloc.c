@@ -166,8 +166,8 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
          * each: 2 of 44 ns per malloc + free of two threads bursting at one site). */
         const tp_group_t *sh = _tp_groups[TP_SHARED_GROUP];
         const tp_lane_t *own = &_tp_groups[g]->lanes[tc->side][c];
-        if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c), _tp_bin_navail(sh, c),
-                                     _tp_bin_slabs(sh, c), _tp_classes[c].nobj))
+        if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c), _tp_bin_total(sh, c, 0),
+                                     _tp_bin_total(sh, c, 1), _tp_classes[c].nobj))
           g = TP_SHARED_GROUP;
       }
     }

@@ -433,20 +433,13 @@ static inline unsigned _tp_group_handle_id(const tp_group_t *g) {
   return id;
 }
 extern tp_group_t *_tp_groups[TP_MAX_GROUPS] TP_INTERNAL;
-/* Objects available in the slabs of class c of g, and its slabs, over both lanes, read without
- * the locks: hints. */
-static inline size_t _tp_bin_navail(const tp_group_t *g, unsigned c) {
+/* Over the lanes marked used: the objects available in the slabs of class c of g (slabs = 0),
+ * or its slabs (slabs = 1), read without the locks: hints. */
+static inline size_t _tp_bin_total(const tp_group_t *g, unsigned c, int slabs) {
   unsigned used = atomic_load_explicit(&g->lanes_used, memory_order_relaxed);
   size_t n = 0;
   for (unsigned i = 0; i < TP_LANES; i++)
-    if (used & (1u << i)) n += __atomic_load_n(&g->lanes[i][c].navail, __ATOMIC_RELAXED);
-  return n;
-}
-static inline size_t _tp_bin_slabs(const tp_group_t *g, unsigned c) {
-  unsigned used = atomic_load_explicit(&g->lanes_used, memory_order_relaxed);
-  size_t n = 0;
-  for (unsigned i = 0; i < TP_LANES; i++)
-    if (used & (1u << i)) n += __atomic_load_n(&g->lanes[i][c].slabs, __ATOMIC_RELAXED);
+    if (used & (1u << i)) n += __atomic_load_n(slabs ? &g->lanes[i][c].slabs : &g->lanes[i][c].navail, __ATOMIC_RELAXED);
   return n;
 }
 extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;

@@ -322,7 +322,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
      * thrashing: the slabs of both lanes counted) and holds many objects: an idle bin (a dead
      * thread's group, a site that joined another) keeps none, nor do classes of a few large
      * objects per slab, so that empty slabs do not pin huge pages. */
-    if (s->navail == s->nobj && _tp_policy_release_empty_slab(_tp_bin_slabs(g, c), s->nobj, bin_hot(g, c))) {
+    if (s->navail == s->nobj && _tp_policy_release_empty_slab(_tp_bin_total(g, c, 1), s->nobj, bin_hot(g, c))) {
       if (s->in_partial) partial_unlink(l, s);
       lane_add(l, -1, 0);
       navail -= s->nobj;

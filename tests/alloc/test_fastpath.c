@@ -693,7 +693,7 @@ Test(fill, a_groups_blocks_come_out_in_address_order_and_all_go_back_on_flush) {
   tp_group_stats_t st;
   tp_group_stats(g, &st);
   cr_assert_eq(st.objects, 0);
-  size_t navail = _tp_bin_navail(_tp_groups[gid], _tp_class_of(48)), slabs = _tp_bin_slabs(_tp_groups[gid], _tp_class_of(48));
+  size_t navail = _tp_bin_total(_tp_groups[gid], _tp_class_of(48), 0), slabs = _tp_bin_total(_tp_groups[gid], _tp_class_of(48), 1);
   cr_assert_eq(navail, slabs * nobj, "%zu blocks available in %zu slabs of %u", navail, slabs, nobj);
   tp_group_destroy(g);
 }

@@ -240,7 +240,7 @@ struct tp_slab_s {
   uint8_t nslots;        /* small / medium: run length in slots */
   uint8_t first_slot;
   uint8_t zeroed;        /* medium / large: memory known to be zero */
-  /* The thread cache that last filled from it (written under the bin lock, only when it
+  /* The thread cache that last filled from it (written under its lane's lock, only when it
    * changes): pick_partial keeps threads to slabs of their own, and the free hit caches a
    * block only in that thread; another thread's free sends it back (remote bins), so a block
    * is never reused by a thread other than the one whose slab it sits in. The free hit reads
@@ -256,7 +256,7 @@ struct tp_slab_s {
   uint32_t nhpages;      /* large: run length in hpages */
   uint32_t tail_unused;  /* large: bytes of its last hpage the block did not ask for (start_kb) */
   uint32_t meta_size;    /* bytes of this record (released with it) */
-  /* Protected by the owning bin's lock: */
+  /* Protected by the lock of the lane it is in (`lane`): */
   tp_slab_t *next, *prev;
   uint32_t navail;       /* objects in the slab (not in any thread cache, not live) */
   uint32_t avail_hint;   /* first bitmap word that may have an available object */
@@ -265,7 +265,7 @@ struct tp_slab_s {
   _Atomic uint8_t lane;  /* the lane of its group's bin whose list and lock it is under: moved
                           * only with both lanes locked (slab.c) */
   _Atomic uint32_t nlive; /* arena: live blocks (any thread frees) */
-  uint64_t *avail;       /* 1 = available in the slab (bin lock) */
+  uint64_t *avail;       /* 1 = available in the slab (its lane's lock) */
   uint64_t data[];       /* avail words, then (from a cache line) live bytes */
 };
 

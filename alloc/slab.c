@@ -1,5 +1,5 @@
 /* Slabs: a run of slots carved for one size class of one group, with out-of-band bitmaps:
- * `avail` (in the slab, under the bin lock) and `live` (out of the slab: handed out or cached).
+ * `avail` (in the slab, under its lane's lock) and `live` (out of the slab: handed out or cached).
  * Bins hand objects to thread caches in batches, tagged (internal.h, _tp_block_cached), and
  * take them back. */
 #include <string.h>
@@ -50,13 +50,17 @@ static void partial_unlink(tp_lane_t *l, tp_slab_t *s) {
   s->in_partial = 0;
 }
 
-/* Locks the lane slab s is in (it may move while unlocked: slabs move with both locks held). */
-static tp_lane_t *lock_lane_of(tp_group_t *g, const tp_slab_t *s) {
+/* Locks the lane slab s is in (it may move while unlocked: slabs move with both locks held);
+ * *li: its index. */
+static tp_lane_t *lock_lane_of(tp_group_t *g, const tp_slab_t *s, unsigned *li) {
   for (;;) {
     unsigned i = atomic_load_explicit(&s->lane, memory_order_relaxed);
     tp_lane_t *l = &g->lanes[i][s->cls];
     _tp_lock(&l->lock);
-    if (atomic_load_explicit(&s->lane, memory_order_relaxed) == i) return l;
+    if (atomic_load_explicit(&s->lane, memory_order_relaxed) == i) {
+      *li = i;
+      return l;
+    }
     _tp_unlock(&l->lock);
   }
 }
@@ -73,7 +77,7 @@ static unsigned free_word(const tp_slab_t *s) {
  * live bytes and of data written by both (measured: two threads of 16-512 B churn in one site
  * group ran at 1.6x group:thread's time, half the runs at 2x). So among the first 16 partial
  * slabs, the fullest this thread last filled from; else the fullest nobody fills from now
- * (never filled, or its thread exited); else, when the bin already has 2 partial slabs,
+ * (never filled, or its thread exited); else, when the lane already has 2 partial slabs,
  * another thread's (memory before separation): the fullest with a word of which that thread
  * holds nothing (*shared: the caller takes only such words), else the fullest; else NULL: a
  * new slab. Taking scattered blocks of the other thread's slab put the two threads' blocks
@@ -138,7 +142,7 @@ static inline uint64_t lowest_bits(uint64_t x, unsigned k) {
   return got;
 }
 
-/* A fill takes whole bitmap words under the bin lock (`take`), then writes the entries, the
+/* A fill takes whole bitmap words under the lane's lock (`take`), then writes the entries, the
  * live bytes and the blocks' tags after it: a slab whose objects a thread holds is not
  * released meanwhile. The entries come out highest address first, so that the thread cache,
  * which pops from the top, hands them out in address order (the order the words were taken). */
@@ -293,8 +297,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
         __atomic_store_n(&l->navail, navail, __ATOMIC_RELAXED);
         _tp_unlock(&l->lock);
       }
-      l = lock_lane_of(g, s);
-      li = atomic_load_explicit(&s->lane, memory_order_relaxed);
+      l = lock_lane_of(g, s, &li);
       navail = l->navail;
     }
     uintptr_t lo = s->base, span = (uintptr_t)s->nobj * s->size;

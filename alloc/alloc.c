@@ -96,6 +96,20 @@ static inline void *tbin_pop(tp_tbin_t *b, tp_entry_t *top) {
   return mark_live(*top, b);
 }
 
+/* The malloc hit's pop while the bin holds two blocks or more: the one under the top, the top
+ * moved down into its place. The block freed last waits for the next pop: a thread that frees
+ * another thread's block writes its tag, which asks that thread's cache for the line, and a pop
+ * of it at once waited for the line to check the tag. Two threads handing each other every
+ * block (malloc-mt, 10 M pairs, 11 interleaved runs): 58.4 -> 45.2 ns a pair against jemalloc's
+ * 40.5; three instructions more a hit (callgrind). The top block goes last, when it is alone. */
+static inline void *tbin_pop_under(tp_tbin_t *b, tp_entry_t *top) {
+  tp_entry_t e = top[-2];
+  top[-2] = top[-1];
+  b->top = top - 1;
+  b->nalloc++;
+  return mark_live(e, b);
+}
+
 /* How many blocks a bin's refill asks for (half its class's cap). */
 static inline unsigned refill_want(unsigned c) {
   unsigned cap = _tp_classes[c].tcache_cap;
@@ -518,8 +532,9 @@ static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
 }
 
 /* The malloc hit: the site slot's bins (the static empty ones before the thread's first miss)
- * have a block of this class. Everything else is one miss, to malloc_generic. */
-static inline void *malloc_ra(size_t size, uintptr_t ra) {
+ * have a block of this class, the one under the top while there are two (tbin_pop_under).
+ * Everything else is one miss, to malloc_generic. */
+static inline __attribute__((always_inline)) void *malloc_ra(size_t size, uintptr_t ra) {
   tp_tcache_t *tc = _tp_tc;
   unsigned i;
   if (TP_LIKELY(size <= TP_FAST_MAX)) i = (unsigned)((size + 15) >> 4);
@@ -528,7 +543,11 @@ static inline void *malloc_ra(size_t size, uintptr_t ra) {
   tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
   tp_tbin_t *b = st->bins[i];
   tp_entry_t *top = b->top;
-  if (TP_LIKELY(st->ra == ra && top > b->low)) return tbin_pop(b, top);
+  if (TP_LIKELY(st->ra == ra)) {
+    if (TP_LIKELY(top - 1 > b->low)) return tbin_pop_under(b, top);
+    /* low read again: the compare above then takes it from memory, one instruction less */
+    if (top > __atomic_load_n(&b->low, __ATOMIC_RELAXED)) return tbin_pop(b, top);
+  }
   return malloc_generic(size, ra, 0);
 }
 

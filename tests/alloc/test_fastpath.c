@@ -12,6 +12,8 @@
 #include "modes.h"
 #include "tlbpack.h"
 
+static void call_free_block(void *p) { tp_free(p); }
+
 static int static_records_untouched(void) {
   if (_tp_tbin_empty.top != _tp_tbin_empty.e || _tp_tbin_empty.end != _tp_tbin_empty.e) return 0;
   if (_tp_tbin_empty.nalloc != 0 || _tp_tbin_empty.out != 0) return 0;
@@ -166,6 +168,47 @@ Test(sentinel, a_kilobyte_class_hits_like_a_small_one_after_its_first_block) {
   tp_free(p);
   tp_free(warm);
   cr_assert(static_records_untouched());
+}
+
+/* One call site for the hit tests below (noipa and the asm: see test_placement.c). */
+static __attribute__((noipa)) void *site_hit(size_t n) {
+  void *p = tp_malloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+/* The hit hands out the block under the top of the bin, and the top only when it is the last:
+ * the block freed last (whose line a thread freeing another thread's block has just asked for)
+ * is handed out one pop later, not at once. A free of the top block is still a double free. */
+Test(sentinel, the_hit_hands_out_the_block_under_the_top_and_the_last_block_last) {
+  void *warm = site_hit(48);
+  tp_tcache_t *tc = _tp_tc;
+  tp_site_slot_t *st = NULL;
+  for (unsigned i = 0; i < TP_SITE_CACHE; i++)
+    if (tc->site[i].bins[(48 + 15) >> 4] != &_tp_tbin_empty) st = &tc->site[i];
+  cr_assert_not_null(st, "no site slot has a bin for 48-byte blocks");
+  tp_tbin_t *b = st->bins[(48 + 15) >> 4];
+  void *a = site_hit(48), *c = site_hit(48);
+  tp_free(a);
+  tp_free(c); /* the bin's top: c, a under it */
+  void *x = site_hit(48);
+  cr_assert_eq(x, a, "the hit handed out %p, not %p under the top (%p)", x, a, c);
+  cr_assert_eq(b->top[-1].p, c, "the top block moved");
+  void *y = site_hit(48);
+  cr_assert_neq(y, c, "the top block was handed out while the bin held %u more", _tp_tbin_count(b));
+  tp_free(y); /* the top now, c under it */
+  void *z = site_hit(48);
+  cr_assert_eq(z, c, "after a free, the hit handed out %p, not the block under the top (%p)", z, c);
+  cr_assert_eq(b->top[-1].p, y);
+  expect_abort(call_free_block, y, "tlbpack: double free of %p", y);
+  /* Down to one block: the hit hands it out, then the bin is empty. */
+  while (_tp_tbin_count(b) > 1) (void)site_hit(48);
+  void *last = b->top[-1].p;
+  cr_assert_eq(site_hit(48), last, "the bin's last block was not handed out");
+  cr_assert_eq(_tp_tbin_count(b), 0);
+  tp_free(x);
+  tp_free(z);
+  tp_free(warm);
 }
 
 /* noipa and the asm: two distinct call sites (see test_placement.c). */

@@ -101,7 +101,8 @@ static inline void *tbin_pop(tp_tbin_t *b, tp_entry_t *top) {
  * another thread's block writes its tag, which asks that thread's cache for the line, and a pop
  * of it at once waited for the line to check the tag. Two threads handing each other every
  * block (malloc-mt, 10 M pairs, 11 interleaved runs): 58.4 -> 45.2 ns a pair against jemalloc's
- * 40.5; three instructions more a hit (callgrind). The top block goes last, when it is alone. */
+ * 40.5. Two instructions more a hit (29); the top block goes last, when it is alone, through the
+ * hit's second test (30: callgrind's malloc(32) + free loop runs that case, 76 a pair, not 73). */
 static inline void *tbin_pop_under(tp_tbin_t *b, tp_entry_t *top) {
   tp_entry_t e = top[-2];
   top[-2] = top[-1];

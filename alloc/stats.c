@@ -175,7 +175,9 @@ void tp_stats_print(FILE *out, int json) {
      * are live or in thread caches) */
     for (unsigned c = 0; c < TP_NCLASSES; c++) {
       size_t slabs = 0, avail = 0, partial = 0;
+      unsigned used = atomic_load_explicit(&g->lanes_used, memory_order_relaxed);
       for (unsigned i = 0; i < TP_LANES; i++) {
+        if (!(used & (1u << i))) continue; /* never filled: nothing there, and its pages stay untouched */
         tp_lane_t *l = &g->lanes[i][c];
         _tp_lock(&l->lock);
         slabs += l->slabs;

@@ -9,8 +9,14 @@
  *                 benchmark shape): no block or metadata line may be shared. ns per
  *                 free+malloc, per thread (wall time / ops of one thread).
  * --mode sizes    the same two threads with sizes spread evenly over the powers of two from 4 B
- *                 to 32 KiB (a 1/x distribution, as glibc's thread benchmark draws them): a
- *                 third of the blocks are over 1 KiB.
+ *                 to 32 KiB (a 1/x distribution): a third of the blocks are over 1 KiB.
+ * --mode glibc    glibc's thread benchmark's shape: each of two threads keeps --keep slots,
+ *                 frees a slot and allocates a block for it, sizes 4 B-32 KiB from a 1/x^2
+ *                 distribution (three blocks in four are 16 B or less, one in 250 is over
+ *                 1 KiB), and writes the block whole, a byte at a time. Slots and sizes come
+ *                 from two tables drawn before the clock starts (4 x --keep slots, 8000
+ *                 sizes), so the loop is the allocator and the writes. ns per
+ *                 free+malloc+write, per thread.
  * --mode scratch  Hoard's cache-scratch: the main thread allocates one 8-byte block per thread
  *                 (neighbours on one cache line) and hands them over; each of two threads frees
  *                 its block, then --ops times allocates 8 bytes, writes them 1000 times and
@@ -151,6 +157,45 @@ static void *side_by_side(void *arg) {
     char *p = malloc(n);
     if (!p) wl_die("out of memory at op %lu", i);
     memset(p, (int)i, n < 16 ? n : 16);
+    own[k] = p;
+  }
+  wl_note_peak();
+  for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
+  munmap(own, n_keep * sizeof *own);
+  return NULL;
+}
+
+/* --mode glibc: the tables both threads walk, drawn once (main, before the threads start). */
+enum { GL_SIZES = 8000 };
+static uint32_t gl_size[GL_SIZES], *gl_slot;
+static unsigned long gl_nslot;
+
+/* 4 B-32 KiB with density 1/x^2, by inverting its distribution function:
+ * x = 1 / (1/4 - u (1/4 - 1/32768)), u uniform in [0, 1). */
+static void glibc_tables(void) {
+  uint64_t s = wl_seed;
+  for (int i = 0; i < GL_SIZES; i++) {
+    double u = (double)(wl_rand(&s) >> 11) / (double)(1ull << 53);
+    double x = 1.0 / (0.25 - u * (0.25 - 1.0 / 32768));
+    gl_size[i] = x < 4 ? 4 : x > 32768 ? 32768 : (uint32_t)x;
+  }
+  gl_nslot = 4 * n_keep;
+  gl_slot = map_array(gl_nslot * sizeof *gl_slot);
+  for (unsigned long i = 0; i < gl_nslot; i++) gl_slot[i] = (uint32_t)(wl_rand(&s) % n_keep);
+}
+
+static void *glibc_thread(void *arg) {
+  void **own = map_array(n_keep * sizeof *own); /* all NULL: the first frees are free(NULL) */
+  unsigned long si = (uintptr_t)arg * 997 % GL_SIZES, oi = 0;
+  go_wait();
+  for (unsigned long i = 0; i < n_ops; i++) {
+    uint32_t k = gl_slot[oi], n = gl_size[si];
+    oi = oi + 1 == gl_nslot ? 0 : oi + 1;
+    si = si + 1 == GL_SIZES ? 0 : si + 1;
+    free(own[k]);
+    unsigned char *p = malloc(n);
+    if (!p) wl_die("out of memory at op %lu", i);
+    for (uint32_t j = 0; j < n; j++) ((volatile unsigned char *)p)[j] = (unsigned char)j;
     own[k] = p;
   }
   wl_note_peak();
@@ -397,7 +442,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, scratch, churn, batches, bursts, handover, medium or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -410,6 +455,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "sites")) ns = run_sites(), name = "sites", op = "free+malloc";
   else if (!strcmp(mode, "threads")) ns = run_two(side_by_side), name = "threads", op = "free+malloc";
   else if (!strcmp(mode, "sizes")) log_sizes = 1, ns = run_two(side_by_side), name = "threads-sizes", op = "free+malloc";
+  else if (!strcmp(mode, "glibc")) {
+    glibc_tables();
+    ns = run_two(glibc_thread), name = "threads-glibc", op = "free+malloc+write";
+    munmap(gl_slot, gl_nslot * sizeof *gl_slot);
+  }
   else if (!strcmp(mode, "scratch")) ns = run_two(scratch), name = "scratch-mt", op = "malloc+1000_writes+free";
   else if (!strcmp(mode, "churn")) ns = run_two(churn), name = "churn-mt", op = "free+malloc";
   else if (!strcmp(mode, "batches")) {
@@ -420,7 +470,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "handover")) ns = run_two(handover), name = "handover-mt", op = "free+malloc+write";
   else if (!strcmp(mode, "medium")) ns = run_medium(), name = "medium", op = "free+malloc";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, scratch, churn, batches, bursts, handover, medium or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

@@ -450,7 +450,9 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
    * made: 97.7 -> 66.1 ns a pair, jemalloc 56.8). Written in the block rather than in a line of
    * live bytes that the thread filling from the slab writes too (xmalloc-test's shape: 64.2 ->
    * 43.4 ns a block). A free of the block on top of the bin is reported here (lo[-1] is NULL). */
-  tp_tbin_t *b = tc->groups[s->group]->bins[s->cls];
+  /* The bin: one load from the slab's line (tp_tcache_t.bin_off); a bin not created yet is the
+   * record's empty one (offset 0), whose top is its end: the miss below. */
+  tp_tbin_t *b = (tp_tbin_t *)((uintptr_t)tc + (uintptr_t)tc->bin_off[s->bin_idx]);
   tp_entry_t *top = b->top;
   if (TP_UNLIKELY(top[-1].p == p)) {
     double_free(p);

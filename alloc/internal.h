@@ -224,16 +224,14 @@ struct tp_slab_s {
   /* What every free reads, in the record's first cache line: */
   uintptr_t base;        /* first object */
   uint64_t recip;
-  /* One byte per object, 1 = out of the slab (handed to the program, or in a thread cache:
-   * a cached block holds its tag, _tp_block_cached). Written only by refills (1) and flushes
-   * (0), a word's 64 blocks at a time, so the frees and mallocs of threads handing blocks over
-   * only read these lines. Bytes, not bits: distinct objects never share a memory location. */
-  uint8_t *live;
-  uint32_t size;         /* object size (small), usable bytes (medium / large) */
-  uint32_t nobj;
   uint8_t *free_live;    /* what the free hit reads: `live` for small slabs; for the others a
                           * static 0 byte, which would send them to the generic free like a dead
                           * block (their recip is 0: the hit's start test sends them first) */
+  /* Small: group * TP_NCLASSES + cls, the entry of a thread's bin table (tp_tcache_t.bin_off)
+   * that names the bin its blocks go to: the free hit's one load from the slab to the bin. */
+  uint32_t bin_idx;
+  uint32_t size;         /* object size (small), usable bytes (medium / large) */
+  uint32_t nobj;
   uint16_t cls;
   uint16_t group;        /* the group whose bins this slab belongs to */
   uint8_t kind;
@@ -252,6 +250,11 @@ struct tp_slab_s {
    * by the first free of a consumer (_tp_policy_free_remote_stop, alloc.c free_small_slow). */
   uintptr_t remote_mask;
   /* The rest the free hit does not read. */
+  /* One byte per object, 1 = out of the slab (handed to the program, or in a thread cache:
+   * a cached block holds its tag, _tp_block_cached). Written only by refills (1) and flushes
+   * (0), a word's 64 blocks at a time, so the frees and mallocs of threads handing blocks over
+   * only read these lines. Bytes, not bits: distinct objects never share a memory location. */
+  uint8_t *live;
   tp_hpage_t *hp;        /* first hpage */
   uint32_t nhpages;      /* large: run length in hpages */
   uint32_t tail_unused;  /* large: bytes of its last hpage the block did not ask for (start_kb) */
@@ -661,14 +664,37 @@ typedef struct tp_mixed_s {
 #define TP_TRIM_EVERY 8  /* kilobyte-bin misses between two trims */
 #define TP_SITE_CACHE 128
 #define TP_SITE_SLOT(ra) (((ra) >> 4) & (TP_SITE_CACHE - 1))
+/* The fields of an empty bin the free hit reads (top, end, the entry under top): the first
+ * fields of tp_tbin_t. */
+typedef struct tp_empty_bin_s {
+  tp_entry_t *top, *end;
+  tp_entry_t below;      /* NULL: top[-1] */
+  uintptr_t unused;      /* 32 bytes: the site slots after it never cross a cache line */
+} tp_empty_bin_t;
+#define TP_BIN_TABLE (TP_MAX_GROUPS * TP_NCLASSES)
+_Static_assert(offsetof(tp_tbin_t, top) == offsetof(tp_empty_bin_t, top) && offsetof(tp_tbin_t, end) == offsetof(tp_empty_bin_t, end),
+               "a record's empty bin must read as a tp_tbin_t's top and end");
+
 typedef struct tp_tcache_s {
-  tp_site_slot_t site[TP_SITE_CACHE];
+  /* An empty bin at the record's start (top == end, over a NULL entry), the bin that a 0 in
+   * bin_off names: a free of a block whose bin this thread has not created yet reads it and
+   * takes the miss, as one into the static empty bin does (_tp_tcache_empty_bin sets it). */
+  tp_empty_bin_t empty;
+  tp_site_slot_t site[TP_SITE_CACHE]; /* from byte 32 of the record (64-byte aligned) */
   /* The start of the map's GiB this thread last freed in and its block's slab map: the free
    * hit tests p - map_base against a GiB and indexes map_slabs with what it got, one compare
    * instead of a walk from _tp_map (TP_NO_GIB and _tp_no_slabs, all NULL: none; the static
    * records keep them so, since threads share them). Blocks are never removed from the map. */
   uintptr_t map_base;
   tp_slab_t **map_slabs;
+  /* The thread's bins by slab (tp_slab_t.bin_idx = group * TP_NCLASSES + cls): the byte offset
+   * of bin (group, cls) from this record, 0 (`empty`) before the bin is created. The free hit
+   * gets its bin with one load from the slab's line instead of three (group and class, the
+   * group's record, its bin). A mapping of its own per record (TP_BIN_TABLE entries, 416 KiB
+   * of address space on 4 KiB pages, touched only where the thread has bins: a page per ten
+   * groups), kept with the record for its next thread like the bins it names; the static
+   * records share one of zeros. */
+  intptr_t *bin_off;
   uint16_t thread_group;
   uint8_t owns_thread_group;
   uint8_t dead;          /* the static records: never caches (exited thread), or not started */

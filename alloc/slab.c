@@ -29,6 +29,7 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   s->size = k->size;
   s->nobj = k->nobj;
   s->cls = (uint16_t)c;
+  s->bin_idx = (uint32_t)s->group * TP_NCLASSES + c; /* s->group: set by _tp_run_new */
   s->nwords = k->nwords;
   s->avail = s->data;
   s->live = (uint8_t *)s + live_offset(k);

@@ -3,6 +3,7 @@
  * gets its own record on its first miss; bins are created on first use. A thread's cache is
  * flushed at thread exit; after that the thread allocates without a cache. */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -12,15 +13,19 @@ tp_tbin_t _tp_tbin_empty = {.top = _tp_tbin_empty.e, .end = _tp_tbin_empty.e, .l
 static tp_tgroup_t empty_tgroup = {.bins = {[0 ... TP_NCLASSES - 1] = &_tp_tbin_empty},
                                    .fast = {[0 ... TP_FAST_N - 1] = &_tp_tbin_empty}};
 
-#define EMPTY_CACHE_INIT                                                                          \
+/* The static records' bin table: all 0, every entry their own empty bin. */
+static intptr_t no_bin_off[TP_BIN_TABLE];
+
+#define EMPTY_CACHE_INIT(self)                                                                    \
   {                                                                                               \
+    .empty = {.top = &self.empty.below + 1, .end = &self.empty.below + 1},                        \
     .site = {[0 ... TP_SITE_CACHE - 1] = {1, empty_tgroup.fast}}, .dead = 1, .map_base = TP_NO_GIB, \
-    .map_slabs = _tp_no_slabs,                                                                    \
+    .map_slabs = _tp_no_slabs, .bin_off = no_bin_off,                                             \
     .groups = {[0 ... TP_MAX_GROUPS - 1] = &empty_tgroup},                                        \
   }
-tp_tcache_t _tp_tcache_empty = EMPTY_CACHE_INIT;
+tp_tcache_t _tp_tcache_empty = EMPTY_CACHE_INIT(_tp_tcache_empty);
 /* Used by a thread after its cache was torn down (thread exit): never caches anything. */
-static tp_tcache_t exited_cache = EMPTY_CACHE_INIT;
+static tp_tcache_t exited_cache = EMPTY_CACHE_INIT(exited_cache);
 
 __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) = &_tp_tcache_empty;
 
@@ -63,12 +68,15 @@ static void reset_record(tp_tcache_t *tc) {
   tp_mixed_t *mixed[TP_MIXED_SITES];
   memcpy(keep, tc->groups, sizeof keep);
   memcpy(mixed, tc->mixed, sizeof mixed);
+  intptr_t *bin_off = tc->bin_off; /* names the kept bins */
   uint16_t big = tc->big_bins, grown = tc->grown_bins, ntrim = tc->ntrim; /* count the kept bins */
   __typeof__(tc->trim) trim;
   memcpy(trim, tc->trim, sizeof trim);
   memset(tc, 0, sizeof *tc);
   memcpy(tc->groups, keep, sizeof keep);
   memcpy(tc->trim, trim, sizeof trim);
+  tc->bin_off = bin_off;
+  tc->empty.top = tc->empty.end = &tc->empty.below + 1;
   tc->big_bins = big;
   tc->grown_bins = grown;
   tc->ntrim = ntrim;
@@ -89,9 +97,19 @@ static tp_tcache_t *tcache_init(void) {
   _tp_unlock(&tc_lock);
   int recycled = tc != NULL;
   if (tc == NULL) {
+    /* The bin table: address space on 4 KiB pages, touched only where the thread has bins
+     * (never collapsed into a huge page: most of it stays untouched). */
+    void *off = mmap(NULL, TP_BIN_TABLE * sizeof(intptr_t), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (off == MAP_FAILED) return &exited_cache;
+    (void)madvise(off, TP_BIN_TABLE * sizeof(intptr_t), MADV_NOHUGEPAGE);
     tc = _tp_meta_alloc(sizeof *tc);
-    if (tc == NULL) return &exited_cache;
+    if (tc == NULL) {
+      munmap(off, TP_BIN_TABLE * sizeof(intptr_t));
+      return &exited_cache;
+    }
     for (unsigned g = 0; g < TP_MAX_GROUPS; g++) tc->groups[g] = &empty_tgroup;
+    tc->bin_off = off;
   }
   reset_record(tc);
   tc->mode = _tp_opt.group;
@@ -199,6 +217,7 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
     }
     if ((b = bin_new(c, cap, tbin_limit(tc, g, cap))) == NULL) return NULL;
     tg->bins[c] = b;
+    tc->bin_off[g * TP_NCLASSES + c] = (intptr_t)((uintptr_t)b - (uintptr_t)tc); /* the free hit's */
     if (_tp_class_trimmed(_tp_classes[c].size) && _tp_tbin_limit(b) != 0 && tc->ntrim < TP_TRIM_BINS) {
       tc->trim[tc->ntrim].b = b;
       tc->trim[tc->ntrim++].g = (uint16_t)g;

@@ -268,6 +268,55 @@ Test(sentinel, a_threads_first_call_may_be_a_free) {
   cr_assert(static_records_untouched());
 }
 
+/* The free hit finds its bin in the thread's bin table (tp_tcache_t.bin_off) by the slab's
+ * bin_idx: an entry is 0, the record's own empty bin, until the thread creates that bin, so a
+ * free into a bin not created yet takes the miss, which creates it and fills the entry; the
+ * next free of that class and group is a hit into the same bin. */
+static void *handed[2];
+typedef struct { int empty_before, names_bin, pushed, hit, static_zero; } table_t;
+static void *free_through_the_table(void *arg) {
+  (void)arg;
+  static table_t r;
+  void *own = tp_malloc(24); /* this thread's record, for another class */
+  tp_tcache_t *tc = _tp_tc;
+  tp_slab_t *s = _tp_slab_of(handed[0]);
+  r.empty_before = tc->bin_off[s->bin_idx] == 0;
+  tp_free(handed[0]);
+  tp_tbin_t *b = tc->groups[s->group]->bins[s->cls];
+  r.names_bin = b != &_tp_tbin_empty && tc->bin_off[s->bin_idx] != 0 &&
+                (tp_tbin_t *)((uintptr_t)tc + (uintptr_t)tc->bin_off[s->bin_idx]) == b;
+  r.pushed = _tp_tbin_count(b) == 1 && b->top[-1].p == handed[0];
+  tp_free(handed[1]); /* the hit: the same bin */
+  r.hit = _tp_tbin_count(b) == 2 && b->top[-1].p == handed[1];
+  r.static_zero = _tp_tcache_empty.bin_off[s->bin_idx] == 0;
+  tp_free(own);
+  return &r;
+}
+
+Test(sentinel, a_free_finds_its_bin_in_the_threads_table_once_the_miss_created_it) {
+  TP_NEEDS_NO_THREAD_GROUPS(); /* there, another thread's blocks are never cached here */
+  handed[0] = tp_malloc(100), handed[1] = tp_malloc(100);
+  tp_slab_t *s = _tp_slab_of(handed[0]);
+  cr_assert_eq(s, _tp_slab_of(handed[1]));
+  cr_assert_eq(s->bin_idx, (uint32_t)s->group * TP_NCLASSES + s->cls, "the slab's bin_idx is not its group and class");
+  tp_tcache_t *tc = _tp_tc;
+  cr_assert_eq((tp_tbin_t *)((uintptr_t)tc + (uintptr_t)tc->bin_off[s->bin_idx]), tc->groups[s->group]->bins[s->cls],
+               "the allocating thread's table does not name its bin");
+  cr_assert_eq(_tp_tcache_empty.empty.top, _tp_tcache_empty.empty.end);
+  cr_assert_null(_tp_tcache_empty.empty.top[-1].p);
+  pthread_t t;
+  void *out;
+  pthread_create(&t, NULL, free_through_the_table, NULL);
+  pthread_join(t, &out);
+  table_t *r = out;
+  cr_assert(r->empty_before, "a new thread's table named a bin it never created");
+  cr_assert(r->names_bin, "the miss created the bin but the table does not name it");
+  cr_assert(r->pushed, "the first free did not cache the block in the thread's bin");
+  cr_assert(r->hit, "the second free did not go to the bin the table names");
+  cr_assert(r->static_zero, "the static record's table was written");
+  cr_assert(static_records_untouched());
+}
+
 /* The free hit's map cache (tc->map_base / map_slabs): a free in another GiB than the thread's
  * last one walks the map and moves the cache there; frees keep being checked either way. */
 Test(sentinel, a_free_in_another_gib_moves_the_threads_map_cache) {

@@ -678,7 +678,8 @@ _Static_assert(offsetof(tp_tbin_t, top) == offsetof(tp_empty_bin_t, top) && offs
 typedef struct tp_tcache_s {
   /* An empty bin at the record's start (top == end, over a NULL entry), the bin that a 0 in
    * bin_off names: a free of a block whose bin this thread has not created yet reads it and
-   * takes the miss, as one into the static empty bin does (_tp_tcache_empty_bin sets it). */
+   * takes the miss, as one into the static empty bin does (set by reset_record, and by the
+   * static records' initializer, tcache.c). */
   tp_empty_bin_t empty;
   tp_site_slot_t site[TP_SITE_CACHE]; /* from byte 32 of the record (64-byte aligned) */
   /* The start of the map's GiB this thread last freed in and its block's slab map: the free

@@ -192,6 +192,8 @@ void *_tp_meta_alloc(size_t size) TP_INTERNAL;  /* zeroed, 64-byte aligned */
 int _tp_meta_holds(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in a metadata region */
 void *_tp_heap_give_to_meta(void) TP_INTERNAL;   /* a 2 MiB hpage of the heap's reservation */
 void _tp_meta_free(void *p, size_t size) TP_INTERNAL;
+void *_tp_meta_map(size_t len) TP_INTERNAL; /* zeroed, on 4 KiB pages; kept for good (NULL: none) */
+int _tp_meta_mapped(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in one of those (stats, tests) */
 void _tp_meta_prefork(void) TP_INTERNAL;
 void _tp_meta_postfork(int child) TP_INTERNAL;
 size_t _tp_meta_bytes(void) TP_INTERNAL;
@@ -693,8 +695,8 @@ typedef struct tp_tcache_s {
    * gets its bin with one load from the slab's line instead of three (group and class, the
    * group's record, its bin). A mapping of its own per record (TP_BIN_TABLE entries, 416 KiB
    * of address space on 4 KiB pages, touched only where the thread has bins: a page per ten
-   * groups), kept with the record for its next thread like the bins it names; the static
-   * records share one of zeros. */
+   * groups; _tp_meta_map), kept with the record for its next thread like the bins it names;
+   * the static records share one of zeros. */
   intptr_t *bin_off;
   uint16_t thread_group;
   uint8_t owns_thread_group;

@@ -41,6 +41,9 @@ static void *free_lists[META_BUCKETS];
 static size_t total;
 static struct { char *start, *end; } regions[META_MAX_REGIONS];
 static unsigned nregions;
+#define META_MAX_SIDE 4096 /* mappings of their own (_tp_meta_map) the stats count */
+static struct { char *start, *end; } side[META_MAX_SIDE];
+static unsigned nside;
 
 static int meta_thp(void) { return _tp_opt.pool != TP_POOL_4K; }
 
@@ -126,6 +129,32 @@ void _tp_meta_free(void *p, size_t size) {
   _tp_unlock(&meta_lock);
 }
 
+/* A mapping of its own for metadata that is mostly address space (a thread's bin table,
+ * tcache.c): 4 KiB pages touched only where written, never huge (collapsed, it would be
+ * resident whole). Listed apart from the regions (it holds no records: _tp_meta_holds does
+ * not look at it), for the stats to count as metadata while the list has room. */
+void *_tp_meta_map(size_t len) {
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  (void)madvise(m, len, MADV_NOHUGEPAGE);
+  _tp_lock(&meta_lock);
+  if (nside < META_MAX_SIDE) {
+    side[nside].start = m;
+    side[nside].end = (char *)m + len;
+    nside++;
+  }
+  _tp_unlock(&meta_lock);
+  return m;
+}
+
+int _tp_meta_mapped(uintptr_t a, size_t len) {
+  _tp_lock(&meta_lock);
+  int in = 0;
+  for (unsigned i = 0; i < nside && !in; i++) in = a >= (uintptr_t)side[i].start && a + len <= (uintptr_t)side[i].end;
+  _tp_unlock(&meta_lock);
+  return in;
+}
+
 size_t _tp_meta_bytes(void) { return total; }
 
 /* Regions are only added, each written before the count that publishes it; no lock. */
@@ -140,6 +169,8 @@ int _tp_meta_holds(uintptr_t a, size_t len) {
 static int in_regions(uintptr_t lo, uintptr_t hi) {
   for (unsigned i = 0; i < nregions; i++)
     if (lo < (uintptr_t)regions[i].end && hi > (uintptr_t)regions[i].start) return 1;
+  for (unsigned i = 0; i < nside; i++)
+    if (lo < (uintptr_t)side[i].end && hi > (uintptr_t)side[i].start) return 1;
   return 0;
 }
 
@@ -161,6 +192,7 @@ int _tp_meta_pages(tp_meta_pages_t *m) {
   m->used_bytes = total;
   _tp_lock(&meta_lock);
   for (unsigned i = 0; i < nregions; i++) m->reserved_bytes += (size_t)(regions[i].end - regions[i].start);
+  for (unsigned i = 0; i < nside; i++) m->reserved_bytes += (size_t)(side[i].end - side[i].start);
   _tp_unlock(&meta_lock);
   int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;

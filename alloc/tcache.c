@@ -3,7 +3,6 @@
  * gets its own record on its first miss; bins are created on first use. A thread's cache is
  * flushed at thread exit; after that the thread allocates without a cache. */
 #include <string.h>
-#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -97,19 +96,14 @@ static tp_tcache_t *tcache_init(void) {
   _tp_unlock(&tc_lock);
   int recycled = tc != NULL;
   if (tc == NULL) {
-    /* The bin table: address space on 4 KiB pages, touched only where the thread has bins
-     * (never collapsed into a huge page: most of it stays untouched). */
-    void *off = mmap(NULL, TP_BIN_TABLE * sizeof(intptr_t), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (off == MAP_FAILED) return &exited_cache;
-    (void)madvise(off, TP_BIN_TABLE * sizeof(intptr_t), MADV_NOHUGEPAGE);
     tc = _tp_meta_alloc(sizeof *tc);
-    if (tc == NULL) {
-      munmap(off, TP_BIN_TABLE * sizeof(intptr_t));
+    if (tc == NULL) return &exited_cache;
+    /* The bin table: address space, touched only where the thread has bins. */
+    if ((tc->bin_off = _tp_meta_map(TP_BIN_TABLE * sizeof(intptr_t))) == NULL) {
+      _tp_meta_free(tc, sizeof *tc);
       return &exited_cache;
     }
     for (unsigned g = 0; g < TP_MAX_GROUPS; g++) tc->groups[g] = &empty_tgroup;
-    tc->bin_off = off;
   }
   reset_record(tc);
   tc->mode = _tp_opt.group;

@@ -302,6 +302,8 @@ Test(sentinel, a_free_finds_its_bin_in_the_threads_table_once_the_miss_created_i
   tp_tcache_t *tc = _tp_tc;
   cr_assert_eq((tp_tbin_t *)((uintptr_t)tc + (uintptr_t)tc->bin_off[s->bin_idx]), tc->groups[s->group]->bins[s->cls],
                "the allocating thread's table does not name its bin");
+  cr_assert(_tp_meta_mapped((uintptr_t)tc->bin_off, TP_BIN_TABLE * sizeof(intptr_t)), "the table is not counted as metadata");
+  cr_assert(!_tp_meta_holds((uintptr_t)tc->bin_off, sizeof(tp_tbin_t)), "a tag pointing into the table would read as a bin's");
   cr_assert_eq(_tp_tcache_empty.empty.top, _tp_tcache_empty.empty.end);
   cr_assert_null(_tp_tcache_empty.empty.top[-1].p);
   pthread_t t;

@@ -193,7 +193,7 @@ int _tp_meta_holds(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in a me
 void *_tp_heap_give_to_meta(void) TP_INTERNAL;   /* a 2 MiB hpage of the heap's reservation */
 void _tp_meta_free(void *p, size_t size) TP_INTERNAL;
 void *_tp_meta_map(size_t len) TP_INTERNAL; /* zeroed, on 4 KiB pages; kept for good (NULL: none) */
-int _tp_meta_mapped(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in one of those (stats, tests) */
+int _tp_meta_mapped(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in one of those (tests) */
 void _tp_meta_prefork(void) TP_INTERNAL;
 void _tp_meta_postfork(int child) TP_INTERNAL;
 size_t _tp_meta_bytes(void) TP_INTERNAL;

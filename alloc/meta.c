@@ -39,11 +39,40 @@ static char *cur, *end;
 static char *advised; /* the current region's units below this are huge pages */
 static void *free_lists[META_BUCKETS];
 static size_t total;
-static struct { char *start, *end; } regions[META_MAX_REGIONS];
+/* Address ranges, listed once and never removed: each written (under meta_lock) before the
+ * count that publishes it, so readers take no lock. */
+typedef struct { char *start, *end; } meta_span_t;
+static meta_span_t regions[META_MAX_REGIONS]; /* bump regions: where records are */
 static unsigned nregions;
-#define META_MAX_SIDE 4096 /* mappings of their own (_tp_meta_map) the stats count */
-static struct { char *start, *end; } side[META_MAX_SIDE];
+#define META_MAX_SIDE 4096
+static meta_span_t side[META_MAX_SIDE]; /* mappings of their own (_tp_meta_map): the stats count them */
 static unsigned nside;
+
+static void spans_add(meta_span_t *s, unsigned *n, unsigned cap, char *a, size_t len) {
+  if (*n >= cap) return;
+  s[*n] = (meta_span_t){a, a + len};
+  __atomic_store_n(n, *n + 1, __ATOMIC_RELEASE);
+}
+/* [a, a + len) within one span */
+static int spans_hold(const meta_span_t *s, const unsigned *n, uintptr_t a, size_t len) {
+  unsigned k = __atomic_load_n(n, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < k; i++)
+    if (a >= (uintptr_t)s[i].start && a + len <= (uintptr_t)s[i].end) return 1;
+  return 0;
+}
+/* [lo, hi) meets a span */
+static int spans_meet(const meta_span_t *s, const unsigned *n, uintptr_t lo, uintptr_t hi) {
+  unsigned k = __atomic_load_n(n, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < k; i++)
+    if (lo < (uintptr_t)s[i].end && hi > (uintptr_t)s[i].start) return 1;
+  return 0;
+}
+static size_t spans_bytes(const meta_span_t *s, const unsigned *n) {
+  unsigned k = __atomic_load_n(n, __ATOMIC_ACQUIRE);
+  size_t b = 0;
+  for (unsigned i = 0; i < k; i++) b += (size_t)(s[i].end - s[i].start);
+  return b;
+}
 
 static int meta_thp(void) { return _tp_opt.pool != TP_POOL_4K; }
 
@@ -53,11 +82,7 @@ static void use_region(char *a, size_t len, char *advise_from) {
   cur = a;
   end = a + len;
   advised = advise_from;
-  if (nregions < META_MAX_REGIONS) {
-    regions[nregions].start = a;
-    regions[nregions].end = a + len;
-    __atomic_store_n(&nregions, nregions + 1, __ATOMIC_RELEASE);
-  }
+  spans_add(regions, &nregions, META_MAX_REGIONS, a, len);
 }
 
 /* A new 2 MiB-aligned region of at least `size` bytes (meta_lock held). Touched only as used. */
@@ -138,40 +163,20 @@ void *_tp_meta_map(size_t len) {
   if (m == MAP_FAILED) return NULL;
   (void)madvise(m, len, MADV_NOHUGEPAGE);
   _tp_lock(&meta_lock);
-  if (nside < META_MAX_SIDE) {
-    side[nside].start = m;
-    side[nside].end = (char *)m + len;
-    nside++;
-  }
+  spans_add(side, &nside, META_MAX_SIDE, m, len);
   _tp_unlock(&meta_lock);
   return m;
 }
 
-int _tp_meta_mapped(uintptr_t a, size_t len) {
-  _tp_lock(&meta_lock);
-  int in = 0;
-  for (unsigned i = 0; i < nside && !in; i++) in = a >= (uintptr_t)side[i].start && a + len <= (uintptr_t)side[i].end;
-  _tp_unlock(&meta_lock);
-  return in;
-}
+int _tp_meta_mapped(uintptr_t a, size_t len) { return spans_hold(side, &nside, a, len); }
 
 size_t _tp_meta_bytes(void) { return total; }
 
-/* Regions are only added, each written before the count that publishes it; no lock. */
-int _tp_meta_holds(uintptr_t a, size_t len) {
-  unsigned n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
-  for (unsigned i = 0; i < n; i++)
-    if (a >= (uintptr_t)regions[i].start && a + len <= (uintptr_t)regions[i].end) return 1;
-  return 0;
-}
+int _tp_meta_holds(uintptr_t a, size_t len) { return spans_hold(regions, &nregions, a, len); }
 
 /* ---- where metadata sits, from /proc/self/smaps (stats only; no malloc) ---------------- */
 static int in_regions(uintptr_t lo, uintptr_t hi) {
-  for (unsigned i = 0; i < nregions; i++)
-    if (lo < (uintptr_t)regions[i].end && hi > (uintptr_t)regions[i].start) return 1;
-  for (unsigned i = 0; i < nside; i++)
-    if (lo < (uintptr_t)side[i].end && hi > (uintptr_t)side[i].start) return 1;
-  return 0;
+  return spans_meet(regions, &nregions, lo, hi) || spans_meet(side, &nside, lo, hi);
 }
 
 static void smaps_line(const char *l, int *inside, tp_meta_pages_t *m) {
@@ -190,10 +195,7 @@ static void smaps_line(const char *l, int *inside, tp_meta_pages_t *m) {
 int _tp_meta_pages(tp_meta_pages_t *m) {
   memset(m, 0, sizeof *m);
   m->used_bytes = total;
-  _tp_lock(&meta_lock);
-  for (unsigned i = 0; i < nregions; i++) m->reserved_bytes += (size_t)(regions[i].end - regions[i].start);
-  for (unsigned i = 0; i < nside; i++) m->reserved_bytes += (size_t)(side[i].end - side[i].start);
-  _tp_unlock(&meta_lock);
+  m->reserved_bytes = spans_bytes(regions, &nregions) + spans_bytes(side, &nside);
   int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   char buf[8192], line[512];

@@ -213,6 +213,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
       if (++tc->refills >= TP_CLOCK_BATCH) {
         now = atomic_fetch_add_explicit(&_tp_refill_clock, tc->refills, memory_order_relaxed) + tc->refills;
         tc->refills = 0;
+        _tp_bin_sweep(tc); /* a group's empty slabs kept for classes no longer in use */
       } else {
         now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
       }
@@ -704,6 +705,9 @@ int tp_trim(size_t pad) {
   if (atomic_load(&_tp_ready) == 0) return 0;
   tp_tcache_t *tc = _tp_tc;
   if (_tp_tcache_started(tc) && !tc->dead) _tp_tcache_flush_all(tc);
+  /* The empty slabs the lanes keep for their next refills go back too (policy.c). */
+  for (unsigned i = 0; i < TP_MAX_GROUPS; i++)
+    if (_tp_groups[i] != NULL) _tp_bin_trim(_tp_groups[i]);
   return _tp_heap_trim(pad) != 0;
 }
 

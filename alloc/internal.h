@@ -46,7 +46,7 @@ _Static_assert(TP_SLOTS == 8 * sizeof(tp_slotmask_t), "an hpage's slots are the 
 #define TP_SLOT_RUN(slot, n) ((n) >= TP_SLOTS ? TP_ALL_SLOTS : ((((tp_slotmask_t)1 << (n)) - 1) << (slot)))
 
 /* ---- size classes (sizeclass.c) ------------------------------------------------------ */
-#define TP_NCLASSES 52
+#define TP_NCLASSES 52 /* at most 64: a group's `kept` masks have a bit per class */
 #define TP_SMALL_MAX ((size_t)256 << 10) /* largest slab class */
 #define TP_MEDIUM_MAX (TP_HPAGE - TP_SLOT) /* larger requests get whole hpages */
 /* Medium runs start at a multiple of the alignment up to this (64 KiB: a slot, or two); past
@@ -163,7 +163,8 @@ int _tp_policy_meta_huge(size_t used, int first, size_t total) TP_INTERNAL; /* m
 int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added, int shared) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
-int _tp_policy_release_empty_slab(size_t bin_slabs, uint32_t nobj, int hot) TP_INTERNAL;
+int _tp_policy_release_empty_slab(size_t lane_empty, size_t slab_bytes, uint32_t nobj, int hot) TP_INTERNAL;
+#define TP_KEEP_EMPTY_BYTES ((size_t)128 << 10) /* empty slabs a lane keeps (policy.c) */
 uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint32_t cap) TP_INTERNAL;
 #define TP_SLOW_START_POPS 64 /* a bin's first blocks come TP_SLOW_START_BATCH a refill */
 #define TP_SLOW_START_BATCH 8
@@ -390,6 +391,8 @@ typedef struct tp_lane_s {
   size_t navail;         /* objects available in its slabs (read without the lock by
                           * _tp_policy_borrow_shared: a hint) */
   uint64_t last_fill;    /* _tp_refill_clock at the last fill */
+  uint32_t nempty;       /* slabs on `partial` with every object available: kept for the
+                          * lane's next refills (_tp_policy_release_empty_slab) */
 } tp_lane_t;
 #define TP_LANES 2
 
@@ -418,6 +421,9 @@ struct tp_group_s {
    * group's slabs reads `gen` and `idle`. */
   _Alignas(64) _Atomic size_t slab_bytes;
   _Atomic uint64_t last_refill; /* _tp_refill_clock at the group's last refill */
+  /* By lane, bit c: lane (lane, c) keeps empty slabs (nempty > 0; written under that lane's
+   * lock when it changes), for _tp_bin_sweep to find without reading the lanes. */
+  _Atomic uint64_t kept[TP_LANES];
   tp_lock_t arena_lock;
   tp_slab_t *arena_cur;  /* the run being filled (arena_lock) */
   tp_hpage_t *young_hp;  /* while not exclusive: the shared hpage it fills first; an explicit
@@ -570,8 +576,13 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
 void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) TP_INTERNAL;
 /* Releases every slab of a group (destroy). */
 void _tp_bin_release_all(tp_group_t *g) TP_INTERNAL;
-/* Gives back the group's empty slabs that its bins keep against thrashing. */
+/* Gives back the empty slabs the group's lanes keep for their next refills (thread group
+ * release, malloc_trim). */
 void _tp_bin_trim(tp_group_t *g) TP_INTERNAL;
+/* The next group in the calling thread's turn (tc->sweep_next): the empty slabs kept by its
+ * lanes of classes no longer in use (_tp_policy_bin_hot) go back. Called every
+ * TP_CLOCK_BATCH refills of a thread, with no lock held. */
+void _tp_bin_sweep(struct tp_tcache_s *tc) TP_INTERNAL;
 
 /* ---- ordered groups (arena.c) --------------------------------------------------------- */
 /* Arena runs: one byte per 16-byte granule. At a block's first granule it holds the length in

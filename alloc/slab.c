@@ -156,6 +156,17 @@ static void lane_add(tp_lane_t *l, ptrdiff_t slabs, ptrdiff_t navail) {
   if (navail) __atomic_store_n(&l->navail, l->navail + (size_t)navail, __ATOMIC_RELAXED);
 }
 
+/* Lane l (locked) of class c keeps d more empty slabs; the group's mask of lanes that keep
+ * some follows it (written only when the lane starts or stops keeping any). */
+static void empty_add(tp_group_t *g, tp_lane_t *l, unsigned c, int d) {
+  uint32_t before = l->nempty;
+  l->nempty = before + (uint32_t)d;
+  if ((before == 0) == (l->nempty == 0)) return;
+  unsigned i = (unsigned)(l - &g->lanes[0][0]) / TP_NCLASSES;
+  if (l->nempty) atomic_fetch_or_explicit(&g->kept[i], 1ull << c, memory_order_relaxed);
+  else atomic_fetch_and_explicit(&g->kept[i], ~(1ull << c), memory_order_relaxed);
+}
+
 /* When lane l (locked) has no slab to give, a slab of the other lane o that pick_partial gives
  * (one whose thread exited, or, while o is idle, another thread's that it would share), if o
  * can be locked at once: the slab moves to l, the lane of its new filler. Both locks are held
@@ -171,6 +182,7 @@ static tp_slab_t *take_from_other(tp_group_t *g, tp_lane_t *l, tp_lane_t *o, uns
   tp_slab_t *s = o->partial ? pick_partial(o, _tp_tc, whole, idle, shared) : NULL;
   if (s != NULL) {
     partial_unlink(o, s);
+    if (s->navail == s->nobj) empty_add(g, o, s->cls, -1), empty_add(g, l, s->cls, 1);
     lane_add(o, -1, -(ptrdiff_t)s->navail);
     atomic_store_explicit(&s->lane, (uint8_t)side, memory_order_relaxed);
     lane_add(l, 1, (ptrdiff_t)s->navail);
@@ -197,6 +209,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
   int whole = room >= 64, shared = 0;
   while (n < want) {
     shared = 0;
+    int kept = 0; /* s is an empty slab the lane kept */
     tp_slab_t *s = l->partial ? pick_partial(l, _tp_tc, whole, 1, &shared) : NULL;
     if (s == NULL) s = take_from_other(g, l, &g->lanes[side ^ 1][c], side, whole, &shared);
     if (s == NULL) {
@@ -207,6 +220,8 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
       partial_push(l, s);
     } else if (shared && room - n < 64) {
       break; /* no room for a whole word of it */
+    } else {
+      kept = s->navail == s->nobj;
     }
     if (__atomic_load_n(&s->filler, __ATOMIC_RELAXED) != _tp_tc) /* a line every free reads */
       __atomic_store_n(&s->filler, _tp_tc, __ATOMIC_RELAXED);
@@ -237,6 +252,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
       if (bits == 0 && w == s->avail_hint) s->avail_hint = w + 1;
       if (n >= lim) break;
     }
+    if (kept && s->navail != s->nobj) empty_add(g, l, c, -1); /* filled from now */
     if (s->navail == 0) partial_unlink(l, s);
     if (n >= room) break;
   }
@@ -322,16 +338,20 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     s->avail_hint = hint;
     s->navail += cnt;
     navail += cnt;
-    /* An empty slab goes back, unless it is the last of a bin in use (kept against
-     * thrashing: the slabs of both lanes counted) and holds many objects: an idle bin (a dead
-     * thread's group, a site that joined another) keeps none, nor do classes of a few large
-     * objects per slab, so that empty slabs do not pin huge pages. */
-    if (s->navail == s->nobj && _tp_policy_release_empty_slab(_tp_bin_total(g, c, 1), s->nobj, bin_hot(g, c))) {
-      if (s->in_partial) partial_unlink(l, s);
-      lane_add(l, -1, 0);
-      navail -= s->nobj;
-      _tp_run_release(s);
-      continue;
+    /* An empty slab stays in its lane for the next refills, up to TP_KEEP_EMPTY_BYTES of
+     * them, while the bin is in use and holds many objects a slab (policy.c): an idle bin (a
+     * dead thread's group, a site that joined another) keeps none, nor do classes of a few
+     * large objects per slab, so that empty slabs do not pin huge pages. pick_partial gives a
+     * thread its fullest slab first, so the empty ones are the last it fills from. */
+    if (s->navail == s->nobj) {
+      if (_tp_policy_release_empty_slab(l->nempty, (size_t)s->nslots * TP_SLOT, s->nobj, bin_hot(g, c))) {
+        if (s->in_partial) partial_unlink(l, s);
+        lane_add(l, -1, 0);
+        navail -= s->nobj;
+        _tp_run_release(s);
+        continue;
+      }
+      empty_add(g, l, c, 1);
     }
     if (!s->in_partial) partial_push(l, s);
   }
@@ -342,19 +362,47 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
   _tp_stats_out(-(ptrdiff_t)n * _tp_classes[c].size);
 }
 
+/* Gives back the empty slabs lane l (locked) of class c keeps. */
+static void lane_release_empty(tp_group_t *g, tp_lane_t *l, unsigned c) {
+  for (tp_slab_t *s = l->partial, *next; s && l->nempty; s = next) {
+    next = s->next;
+    if (s->navail != s->nobj) continue;
+    partial_unlink(l, s);
+    empty_add(g, l, c, -1);
+    lane_add(l, -1, -(ptrdiff_t)s->nobj);
+    _tp_run_release(s);
+  }
+}
+
 void _tp_bin_trim(tp_group_t *g) {
   unsigned used = atomic_load(&g->lanes_used);
   for (unsigned i = 0; i < TP_LANES; i++)
     for (unsigned c = 0; c < TP_NCLASSES && (used & (1u << i)); c++) {
       tp_lane_t *l = &g->lanes[i][c];
       _tp_lock(&l->lock);
-      for (tp_slab_t *s = l->partial, *next; s; s = next) {
-        next = s->next;
-        if (s->navail != s->nobj) continue;
-        partial_unlink(l, s);
-        lane_add(l, -1, -(ptrdiff_t)s->nobj);
-        _tp_run_release(s);
-      }
+      lane_release_empty(g, l, c);
+      _tp_unlock(&l->lock);
+    }
+}
+
+/* A lane keeps its empty slabs while its class is in use (policy.c, _tp_policy_release_empty_slab);
+ * once the class has not refilled for TP_IDLE_REFILLS refills of the process, the next thread
+ * whose turn reaches the group gives them back, so that a class a program stopped using does
+ * not hold them (each thread visits one group every TP_CLOCK_BATCH refills: a lane locked at
+ * that moment waits for the next turn). */
+void _tp_bin_sweep(struct tp_tcache_s *tc) {
+  unsigned end = _tp_groups_end();
+  unsigned i = tc->sweep_next < end ? tc->sweep_next : 0;
+  tc->sweep_next = (uint16_t)(i + 1);
+  tp_group_t *g = i < end ? __atomic_load_n(&_tp_groups[i], __ATOMIC_ACQUIRE) : NULL;
+  if (g == NULL) return;
+  for (unsigned side = 0; side < TP_LANES; side++)
+    for (uint64_t m = atomic_load_explicit(&g->kept[side], memory_order_relaxed); m; m &= m - 1) {
+      unsigned c = (unsigned)__builtin_ctzll(m);
+      if (bin_hot(g, c)) continue;
+      tp_lane_t *l = &g->lanes[side][c];
+      if (!_tp_trylock(&l->lock)) continue;
+      lane_release_empty(g, l, c);
       _tp_unlock(&l->lock);
     }
 }
@@ -399,6 +447,8 @@ void _tp_bin_release_all(tp_group_t *g) {
     for (unsigned c = 0; c < TP_NCLASSES && (used & (1u << i)); c++) {
       tp_lane_t *l = &g->lanes[i][c];
       l->partial = NULL;
+      l->nempty = 0;
+      atomic_store_explicit(&g->kept[i], 0, memory_order_relaxed);
       __atomic_store_n(&l->slabs, 0, __ATOMIC_RELAXED);
       __atomic_store_n(&l->navail, 0, __ATOMIC_RELAXED);
       _tp_unlock(&l->lock);

@@ -133,6 +133,7 @@ typedef struct tp_tcache_s {
    * write starts on the next line. */
   _Alignas(64) uint8_t refills; /* refills not yet added to _tp_refill_clock (up to TP_CLOCK_BATCH) */
   uint8_t trim_tick;     /* kilobyte-bin misses since the last trim (up to TP_TRIM_EVERY) */
+  uint16_t sweep_next;   /* the group _tp_bin_sweep visits next (slab.c) */
   uint16_t ntrim, trim_next; /* entries of trim[] (kept with the record), the next one to trim */
   uint16_t last_free_g[TP_NCLASSES]; /* per class, the group whose cache last overflowed here */
   /* counters of what bypasses the bins (medium, large, arena, uncached classes),

@@ -335,6 +335,105 @@ Test(tcache, a_kilobyte_bin_left_alone_is_trimmed_and_one_that_cycles_is_not) {
   cr_assert_geq(out[3], 30, "the 6000-byte bin, allocated and freed in turn, holds %u blocks", out[3]);
 }
 
+/* A burst of blocks freed whole leaves its slabs empty: the thread's lane keeps up to
+ * TP_KEEP_EMPTY_BYTES of them (policy.c), its next burst fills from them instead of carving new
+ * slabs, and malloc_trim gives them back, as does the sweep once the class is no longer in use
+ * (slab.c, _tp_bin_sweep). Runs in a thread of its own (one lane). */
+typedef struct {
+  unsigned used, kept, counted, outside, left_after_trim, keep, kept_hot, kept_quiet, mask_hot, mask_quiet;
+} burst_out_t;
+
+/* The lane's count of empty slabs, and the empty slabs on its list (*listed, up to 64 of them
+ * in kept[] when it is not NULL). */
+static unsigned lane_empties(tp_lane_t *l, unsigned *listed, tp_slab_t **kept) {
+  _tp_lock(&l->lock);
+  unsigned n = l->nempty, k = 0;
+  for (tp_slab_t *s = l->partial; s; s = s->next)
+    if (s->navail == s->nobj) {
+      if (kept != NULL && k < 64) kept[k] = s;
+      k++;
+    }
+  _tp_unlock(&l->lock);
+  *listed = k;
+  return n;
+}
+
+/* Both bursts' blocks from one call site: its group. */
+static __attribute__((noinline)) void *burst_block(void) {
+  void *p = tp_malloc(64);
+  __asm__ volatile("" : : "r"(p) : "memory"); /* not a tail call: the return address is here */
+  return p;
+}
+
+static void *burst_thread(void *arg) {
+  burst_out_t *out = arg;
+  unsigned c = _tp_class_of(64);
+  unsigned nobj = _tp_classes[c].nobj, n = 6 * nobj;
+  out->keep = (unsigned)(TP_KEEP_EMPTY_BYTES / ((size_t)_tp_classes[c].nslots * TP_SLOT));
+  void **p = tp_malloc(n * sizeof *p);
+  tp_slab_t *seen[64], *kept[64];
+  unsigned nseen = 0;
+  for (unsigned i = 0; i < n; i++) {
+    p[i] = burst_block();
+    tp_slab_t *s = _tp_slab_of(p[i]);
+    unsigned k = 0;
+    while (k < nseen && seen[k] != s) k++;
+    if (k == nseen && nseen < 64) seen[nseen++] = s;
+  }
+  out->used = nseen;
+  tp_slab_t *s0 = _tp_slab_of(p[n - 1]); /* the site's group by now (its first blocks may be in
+                                          * the shared group's slabs, while the site was young) */
+  tp_lane_t *l = &_tp_groups[s0->group]->lanes[atomic_load(&s0->lane)][c];
+  for (unsigned i = 0; i < n; i++) tp_free(p[i]);
+  _tp_tcache_flush_all(_tp_tc); /* every block back in its slab */
+  out->kept = lane_empties(l, &out->counted, kept);
+  /* The next burst, as long as the kept slabs hold: from them only. */
+  unsigned again = out->kept * nobj, nkept = out->counted < 64 ? out->counted : 64;
+  for (unsigned i = 0; i < again; i++) p[i] = burst_block();
+  for (unsigned i = 0; i < again; i++) {
+    unsigned k = 0;
+    while (k < nkept && kept[k] != _tp_slab_of(p[i])) k++;
+    out->outside += k == nkept;
+  }
+  for (unsigned i = 0; i < again; i++) tp_free(p[i]);
+  _tp_tcache_flush_all(_tp_tc);
+  tp_trim(0); /* malloc_trim */
+  unsigned listed;
+  out->left_after_trim = lane_empties(l, &listed, NULL) + listed;
+  /* Kept again, then swept: every group in the thread's turn, while the class is in use and
+   * once it has not refilled for longer than TP_IDLE_REFILLS refills of the process. */
+  tp_group_t *g = _tp_groups[s0->group];
+  unsigned side = atomic_load(&s0->lane);
+  for (unsigned i = 0; i < n; i++) p[i] = burst_block();
+  for (unsigned i = 0; i < n; i++) tp_free(p[i]);
+  _tp_tcache_flush_all(_tp_tc);
+  for (unsigned i = 0; i < _tp_groups_end(); i++) _tp_bin_sweep(_tp_tc);
+  out->kept_hot = lane_empties(l, &listed, NULL);
+  out->mask_hot = (unsigned)(atomic_load(&g->kept[side]) >> c) & 1;
+  atomic_fetch_add(&_tp_refill_clock, TP_IDLE_REFILLS + 1);
+  for (unsigned i = 0; i < _tp_groups_end(); i++) _tp_bin_sweep(_tp_tc);
+  out->kept_quiet = lane_empties(l, &listed, NULL) + listed;
+  out->mask_quiet = (unsigned)(atomic_load(&g->kept[side]) >> c) & 1;
+  tp_free(p);
+  return NULL;
+}
+
+Test(heap, a_lane_keeps_a_bursts_empty_slabs_for_the_next_burst_until_malloc_trim_or_the_class_goes_quiet) {
+  burst_out_t out = {0};
+  pthread_t t;
+  pthread_create(&t, NULL, burst_thread, &out);
+  pthread_join(t, NULL);
+  cr_assert_geq(out.used, 6, "6 slabs' worth of blocks took %u slabs", out.used);
+  cr_assert_eq(out.kept, out.counted, "nempty %u, but %u empty slabs on the list", out.kept, out.counted);
+  cr_assert_eq(out.kept, out.keep, "the lane kept %u empty slabs, the bound is %u", out.kept, out.keep);
+  cr_assert_eq(out.outside, 0, "%u blocks of the next burst came from slabs other than the kept ones", out.outside);
+  cr_assert_eq(out.left_after_trim, 0, "malloc_trim left %u empty slabs", out.left_after_trim);
+  cr_assert_eq(out.kept_hot, out.keep, "a sweep while the class is in use left %u of %u", out.kept_hot, out.keep);
+  cr_assert_eq(out.mask_hot, 1, "the group's mask does not show the lane keeping slabs");
+  cr_assert_eq(out.kept_quiet, 0, "a sweep once the class went quiet left %u empty slabs", out.kept_quiet);
+  cr_assert_eq(out.mask_quiet, 0, "the group's mask still shows the lane keeping slabs");
+}
+
 /* Retained empty huge pages decay on the allocation clock and on time (README, Returning
  * memory): a page kept empty while the program made 4096 cache refills and for 100 ms goes
  * back at the next heap event. The clocks are moved here directly (the time through the OS

@@ -49,11 +49,16 @@ Test(policy, one_size_class_of_a_wrapper_site_waits_for_16_times_exclusive_kb) {
   cr_assert_not(_tp_policy_exclusive(0, 1 << 30, 256 << 10, TP_GROUP_NONE, 1));
 }
 
-Test(policy, only_the_last_slab_of_a_hot_bin_with_many_objects_is_kept_empty) {
-  cr_assert_not(_tp_policy_release_empty_slab(1, 4096, 1), "the last slab of a hot bin is kept");
-  cr_assert(_tp_policy_release_empty_slab(2, 4096, 1), "not the last one");
-  cr_assert(_tp_policy_release_empty_slab(1, 4, 1), "a few large objects per slab: not kept");
-  cr_assert(_tp_policy_release_empty_slab(1, 4096, 0), "an idle bin keeps none");
+Test(policy, a_hot_lane_keeps_empty_slabs_of_many_objects_up_to_keep_empty_bytes) {
+  size_t slot = TP_SLOT, keep = TP_KEEP_EMPTY_BYTES / TP_SLOT;
+  cr_assert_geq(keep, 2, "the bound keeps more than one slab of one slot");
+  cr_assert_not(_tp_policy_release_empty_slab(0, slot, 4096, 1), "the first empty slab of a hot lane is kept");
+  cr_assert_not(_tp_policy_release_empty_slab(keep - 1, slot, 4096, 1), "up to the bound");
+  cr_assert(_tp_policy_release_empty_slab(keep, slot, 4096, 1), "past the bound it goes back");
+  cr_assert_not(_tp_policy_release_empty_slab(0, 2 * TP_KEEP_EMPTY_BYTES, 4096, 1), "one is kept whatever its size");
+  cr_assert(_tp_policy_release_empty_slab(1, 2 * TP_KEEP_EMPTY_BYTES, 4096, 1), "but only one of that size");
+  cr_assert(_tp_policy_release_empty_slab(0, slot, 4, 1), "a few large objects per slab: not kept");
+  cr_assert(_tp_policy_release_empty_slab(0, slot, 4096, 0), "an idle bin keeps none");
   cr_assert(_tp_policy_bin_hot(0, 100, 100 - TP_IDLE_REFILLS, 0));
   cr_assert_not(_tp_policy_bin_hot(0, 100, 100 - TP_IDLE_REFILLS - 1, 0), "not refilled for too long");
   cr_assert_not(_tp_policy_bin_hot(1, 100, 100, 0), "its thread exited");

@@ -247,7 +247,8 @@ Test(threads, a_fork_child_reuses_the_slabs_of_threads_it_did_not_inherit) {
 
 /* A group's bin has a lane per thread side (tp_lane_t): two threads started one after the
  * other fill from lanes of their own, and each slab's blocks go back under its lane's lock;
- * when every block is back, the empty slabs go back to the heap from either lane. */
+ * when every block is back, each lane keeps its empty slabs (up to TP_KEEP_EMPTY_BYTES, for its
+ * next refills) and malloc_trim gives them back to the heap. */
 enum { CUR_N = 600 };
 static void *cur_blocks[2][CUR_N];
 static tp_group_t *cur_group;
@@ -267,7 +268,7 @@ static void *cur_thread(void *arg) {
   pthread_barrier_wait(&cur_bar); /* both have looked before either exits */
   return NULL;
 }
-Test(threads, two_threads_fill_from_lanes_of_their_own_and_their_empty_slabs_go_back) {
+Test(threads, two_threads_fill_from_lanes_of_their_own_and_their_empty_slabs_go_back_at_trim) {
   cur_group = tp_group_create("sides");
   cr_assert_not_null(cur_group);
   pthread_barrier_init(&cur_bar, NULL, 2);
@@ -287,20 +288,26 @@ Test(threads, two_threads_fill_from_lanes_of_their_own_and_their_empty_slabs_go_
   for (int t = 0; t < 2; t++)
     for (int i = 0; i < CUR_N; i++) tp_free(cur_blocks[t][i]);
   _tp_tcache_flush_all(_tp_tc);
-  size_t slabs = 0;
+  size_t keep = TP_KEEP_EMPTY_BYTES / ((size_t)_tp_classes[c].nslots * TP_SLOT);
   for (int i = 0; i < TP_LANES; i++) {
     tp_lane_t *l = &g->lanes[i][c];
     _tp_lock(&l->lock);
-    slabs += l->slabs;
-    size_t avail = 0;
-    for (tp_slab_t *s = l->partial; s; s = s->next) {
+    size_t avail = 0, listed = 0, empty = 0;
+    for (tp_slab_t *s = l->partial; s; s = s->next, listed++) {
       cr_assert_eq(s->lane, i, "a slab listed in lane %d says lane %d", i, s->lane);
       avail += s->navail;
+      empty += s->navail == s->nobj;
     }
     cr_assert_eq(l->navail, avail, "lane %d counts %zu available, its slabs %zu", i, l->navail, avail);
+    cr_assert_eq(empty, listed, "lane %d: a slab is not empty with every block back", i);
+    cr_assert_eq(l->slabs, listed, "lane %d counts %zu slabs and lists %zu", i, l->slabs, listed);
+    cr_assert_eq(l->nempty, empty, "lane %d counts %u empty slabs and lists %zu", i, l->nempty, empty);
+    cr_assert_leq(empty, keep, "lane %d keeps %zu empty slabs, past the bound of %zu", i, empty, keep);
     _tp_unlock(&l->lock);
   }
-  cr_assert_leq(slabs, 1, "the empty slabs did not go back (%zu left)", slabs);
+  tp_trim(0);
+  for (int i = 0; i < TP_LANES; i++)
+    cr_assert_eq(g->lanes[i][c].slabs, 0, "malloc_trim left lane %d %zu empty slabs", i, g->lanes[i][c].slabs);
   /* The bin refills after that, from the slab it kept or a new one. */
   void *p = tp_group_malloc(cur_group, 48);
   cr_assert_not_null(p);

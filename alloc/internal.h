@@ -46,7 +46,7 @@ _Static_assert(TP_SLOTS == 8 * sizeof(tp_slotmask_t), "an hpage's slots are the 
 #define TP_SLOT_RUN(slot, n) ((n) >= TP_SLOTS ? TP_ALL_SLOTS : ((((tp_slotmask_t)1 << (n)) - 1) << (slot)))
 
 /* ---- size classes (sizeclass.c) ------------------------------------------------------ */
-#define TP_NCLASSES 52 /* at most 64: a group's `kept` masks have a bit per class */
+#define TP_NCLASSES 52
 #define TP_SMALL_MAX ((size_t)256 << 10) /* largest slab class */
 #define TP_MEDIUM_MAX (TP_HPAGE - TP_SLOT) /* larger requests get whole hpages */
 /* Medium runs start at a multiple of the alignment up to this (64 KiB: a slot, or two); past
@@ -435,6 +435,7 @@ struct tp_group_s {
 };
 
 _Static_assert(offsetof(struct tp_group_s, id) == 0, "a group starts with its id");
+_Static_assert(TP_NCLASSES <= 64, "a group's kept masks have a bit per class");
 /* The id at the start of a group handle from the program, read as bytes: a pointer that is not
  * a group may not be aligned as one (a group's written fields start a cache line of their
  * own), so it is read as a group only once _tp_groups[id] names it (group.c, checked). */

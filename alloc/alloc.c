@@ -706,7 +706,7 @@ int tp_trim(size_t pad) {
   tp_tcache_t *tc = _tp_tc;
   if (_tp_tcache_started(tc) && !tc->dead) _tp_tcache_flush_all(tc);
   /* The empty slabs the lanes keep for their next refills go back too (policy.c). */
-  for (unsigned i = 0; i < TP_MAX_GROUPS; i++)
+  for (unsigned i = 0, end = _tp_groups_end(); i < end; i++)
     if (_tp_groups[i] != NULL) _tp_bin_trim(_tp_groups[i]);
   return _tp_heap_trim(pad) != 0;
 }

@@ -47,6 +47,9 @@ _Static_assert(TP_SLOTS == 8 * sizeof(tp_slotmask_t), "an hpage's slots are the 
 
 /* ---- size classes (sizeclass.c) ------------------------------------------------------ */
 #define TP_NCLASSES 52
+/* The entry of class c of group g in a thread's bin table (tp_tcache_t.bin_off), which a small
+ * slab carries as its bin_idx. */
+static inline uint32_t _tp_bin_index(unsigned g, unsigned c) { return (uint32_t)g * TP_NCLASSES + c; }
 #define TP_SMALL_MAX ((size_t)256 << 10) /* largest slab class */
 #define TP_MEDIUM_MAX (TP_HPAGE - TP_SLOT) /* larger requests get whole hpages */
 /* Medium runs start at a multiple of the alignment up to this (64 KiB: a slot, or two); past

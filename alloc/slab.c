@@ -29,7 +29,7 @@ static tp_slab_t *slab_new(tp_group_t *g, unsigned c) {
   s->size = k->size;
   s->nobj = k->nobj;
   s->cls = (uint16_t)c;
-  s->bin_idx = (uint32_t)s->group * TP_NCLASSES + c; /* s->group: set by _tp_run_new */
+  s->bin_idx = _tp_bin_index(s->group, c); /* s->group: set by _tp_run_new */
   s->nwords = k->nwords;
   s->avail = s->data;
   s->live = (uint8_t *)s + live_offset(k);
@@ -443,14 +443,15 @@ void _tp_bin_release_all(tp_group_t *g) {
   }
   g->arena_cur = NULL;
   _tp_unlock(&g->arena_lock);
-  for (unsigned i = 0; i < TP_LANES; i++)
+  for (unsigned i = 0; i < TP_LANES; i++) {
+    atomic_store_explicit(&g->kept[i], 0, memory_order_relaxed); /* every lane of side i still locked */
     for (unsigned c = 0; c < TP_NCLASSES && (used & (1u << i)); c++) {
       tp_lane_t *l = &g->lanes[i][c];
       l->partial = NULL;
       l->nempty = 0;
-      atomic_store_explicit(&g->kept[i], 0, memory_order_relaxed);
       __atomic_store_n(&l->slabs, 0, __ATOMIC_RELAXED);
       __atomic_store_n(&l->navail, 0, __ATOMIC_RELAXED);
       _tp_unlock(&l->lock);
     }
+  }
 }

@@ -211,7 +211,7 @@ tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) {
     }
     if ((b = bin_new(c, cap, tbin_limit(tc, g, cap))) == NULL) return NULL;
     tg->bins[c] = b;
-    tc->bin_off[g * TP_NCLASSES + c] = (intptr_t)((uintptr_t)b - (uintptr_t)tc); /* the free hit's */
+    tc->bin_off[_tp_bin_index(g, c)] = (intptr_t)((uintptr_t)b - (uintptr_t)tc); /* the free hit's */
     if (_tp_class_trimmed(_tp_classes[c].size) && _tp_tbin_limit(b) != 0 && tc->ntrim < TP_TRIM_BINS) {
       tc->trim[tc->ntrim].b = b;
       tc->trim[tc->ntrim++].g = (uint16_t)g;

@@ -246,7 +246,9 @@ int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avai
 /* A start hpage (on 4 KiB pages until the heap carved start_kb) is collapsed into a huge page
  * once at least 3/4 of it is touched (`touched`: the 4 KiB pages the program used, in slots;
  * heap.c counts them with mincore), or once its free slots (TP_SLOTS - `carved`) are at most
- * 1/32 of the heap's backed bytes (any number on a page the shared group owns with a quarter
+ * 1/32 of the heap's bytes in memory (`heap_bytes`: its backed hpages' touched 4 KiB pages,
+ * also by mincore, not the bytes backed, which count buffers the program asked for and never
+ * filled) (any number on a page the shared group owns with a quarter
  * of it touched: `shared`, below) and the untouched memory the collapse makes resident, with
  * what earlier collapses of sparse pages added (`added`), is at most 1/8 of them: a start
  * page with data on it costs one TLB entry per 4 KiB page used, and the first one holds what

@@ -212,9 +212,11 @@ int _tp_hpage_collapse(tp_hpage_t *h) {
  * each (1.13x and 1.06x jemalloc's memory). Counted again once the backed bytes have moved by
  * an eighth since the last count (one mincore an hpage, heap lock held), the count before
  * serving in between: a heap that grows by backing new hpages is counted a few times, not at
- * every hpage. */
+ * every hpage. Past a GiB backed it is not counted (a count would hold the heap lock for a
+ * millisecond and more), and 2 MiB is a small part of what such a process asked for. */
 static size_t resident_bytes, resident_at; /* the last count, and the backed bytes then */
 static size_t heap_resident(size_t backed) {
+  if (backed > TP_GIB) return backed;
   if (resident_at == 0 || backed > resident_at + resident_at / 8 || backed < resident_at - resident_at / 8) {
     size_t n = 0;
     for (unsigned c = 0; c < nchunks; c++) {

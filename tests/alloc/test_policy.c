@@ -145,6 +145,22 @@ Test(policy, a_start_page_is_collapsed_when_3_4_touched_or_when_its_free_room_is
   cr_assert_not(_tp_policy_promote_start(0, 0, (size_t)1 << 40, 0, 0), "an empty one is not collapsed");
 }
 
+/* A page carved whole but barely touched has no free room, yet its collapse makes all of its
+ * untouched slots resident: under a quarter touched, those are what the 1/32 bound counts
+ * (zstd -T2: 3 of 64 slots touched on a heap of 26 MB in memory). From a quarter touched on,
+ * the free room again. */
+Test(policy, a_start_page_carved_whole_and_barely_touched_is_bounded_by_its_untouched_slots) {
+  const unsigned H = TP_SLOTS;
+  size_t slot = TP_SLOT, heap = (size_t)26 << 20;
+  for (int shared = 0; shared <= 1; shared++) {
+    cr_assert_not(_tp_policy_promote_start(H, 3, heap, 0, shared), "3 slots touched on a 26 MiB heap (shared %d)", shared);
+    cr_assert_not(_tp_policy_promote_start(H, 3, (H - 3) * slot * 32 - 1, 0, shared));
+    cr_assert(_tp_policy_promote_start(H, 3, (H - 3) * slot * 32, 0, shared), "61 untouched slots on a heap 32x them");
+    cr_assert(_tp_policy_promote_start(H, H / 4, heap, 0, shared), "a quarter touched, no free room (shared %d)", shared);
+  }
+  cr_assert_not(_tp_policy_promote_start(H / 2, H / 4, heap, 0, 0), "an exclusive group's page with 1 MiB free");
+}
+
 /* A page the shared group owns, a quarter of it touched, is collapsed whatever its free room
  * (its room takes the shared group's next slabs, while an exclusive group's may never be
  * carved): only the eighth of the heap bounds it. The index workload's first page: 28 of 64

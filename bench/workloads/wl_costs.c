@@ -47,6 +47,11 @@
  *                 buffers), frees a random one and allocates another, writing its first and last
  *                 bytes: the allocator's path for blocks between its small classes and whole
  *                 pages. ns per free+malloc.
+ * --mode partial one thread keeps --keep buffers of 64 KiB-4 MiB, each written in its first
+ *                 tenth only (buffers sized for the worst case: I/O, per-connection or scratch
+ *                 buffers), frees a random one and allocates another, written the same way.
+ *                 Memory is what a buffer used in part costs: the pages written, or every huge
+ *                 page touched. ns per free+malloc+writes.
  * --mode startup  runs --prog (argv words split on ',', '_' for a space) --ops times, one after another,
  *                 each with this process's environment (so the allocator preloaded here is
  *                 preloaded there): ns per run. Memory: the program's own VmHWM + HugetlbPages,
@@ -222,6 +227,32 @@ static double run_medium(void) {
     if (!p) wl_die("out of memory at op %lu", i);
     p[0] = p[n - 1] = (char)i;
     own[k] = p;
+  }
+  double ns = wl_now_ns() - t0;
+  wl_note_peak();
+  for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
+  munmap(own, n_keep * sizeof *own);
+  return ns;
+}
+
+/* --mode partial: a buffer of 64 KiB-4 MiB written in its first tenth. */
+static char *partial_buffer(uint64_t *s, unsigned long i) {
+  size_t n = wl_rand_range(s, 64 << 10, 4 << 20);
+  char *p = malloc(n);
+  if (!p) wl_die("out of memory at buffer %lu", i);
+  memset(p, (int)(i & 0x7f) + 1, n / 10);
+  return p;
+}
+
+static double run_partial(void) {
+  char **own = map_array(n_keep * sizeof *own);
+  uint64_t s = wl_seed;
+  for (unsigned long i = 0; i < n_keep; i++) own[i] = partial_buffer(&s, i);
+  double t0 = wl_now_ns();
+  for (unsigned long i = 0; i < n_ops; i++) {
+    size_t k = wl_rand(&s) % n_keep;
+    free(own[k]);
+    own[k] = partial_buffer(&s, i);
   }
   double ns = wl_now_ns() - t0;
   wl_note_peak();
@@ -442,7 +473,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -469,8 +500,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "bursts")) ns = run_two(bursts), name = "bursts-mt", op = "malloc+free";
   else if (!strcmp(mode, "handover")) ns = run_two(handover), name = "handover-mt", op = "free+malloc+write";
   else if (!strcmp(mode, "medium")) ns = run_medium(), name = "medium", op = "free+malloc";
+  else if (!strcmp(mode, "partial")) ns = run_partial(), name = "partial", op = "free+malloc+write_a_tenth";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

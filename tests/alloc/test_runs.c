@@ -47,9 +47,14 @@ static int fake_promote(void *addr) {
 }
 static int fake_node(void) { return 0; }
 static uint64_t fake_now_ms(void) { return 0; }
+static struct {
+  size_t calls;
+  size_t bytes; /* what a call reports per 2 MiB (0: all of it) */
+} res;
 static size_t fake_resident(void *addr, size_t len) {
   (void)addr;
-  return len;
+  res.calls++;
+  return res.bytes ? res.bytes * ((len + TP_HPAGE - 1) / TP_HPAGE) : len;
 }
 static int fake_back_1g(void *addr) {
   (void)addr;
@@ -76,6 +81,7 @@ static tp_group_t *g;
 
 static void setup(void) {
   memset(&fake, 0, sizeof fake);
+  memset(&res, 0, sizeof res);
   _tp_os_hooks = (tp_os_hooks_t){fake_reserve, fake_back, fake_decommit, fake_promote, fake_node, fake_back_1g, fake_now_ms, fake_resident, fake_pool_free, NULL};
   g = tp_group_create("runs");
   cr_assert_not_null(g);
@@ -476,4 +482,48 @@ Test(runs, a_large_run_grows_lazily_by_half_or_more) {
   cr_assert_not(_tp_policy_grow_lazily(3, 1));
   cr_assert_not(_tp_policy_grow_lazily(17, 8));
   cr_assert_not(_tp_policy_grow_lazily(4, 0));
+}
+
+/* Start pages still on 4 KiB pages are looked at (one mincore each) every time the heap backs
+ * an hpage while there are at most 16 of them; with more, once the backed bytes have moved by
+ * an eighth since the last look. Exclusive groups' sparse pages (4 KiB touched of 2 MiB), on a
+ * heap too small to collapse them (under 64 MiB, 32x their free room: no count of the heap's
+ * bytes in memory either, so every mincore call is a look at a page). */
+static unsigned sparse_start_pages(unsigned n) {
+  _tp_opt.pool = TP_POOL_AUTO;
+  _tp_opt.start_bytes = (size_t)256 << 20;
+  fake.source = TP_SRC_4K;
+  res.bytes = 4096;
+  for (unsigned i = 0; i < n; i++) {
+    tp_group_t *o = tp_group_create("sparse");
+    cr_assert_not_null(o);
+    o->exclusive = 1;
+    tp_slab_t *s = _tp_run_new(o, TP_SLAB_MEDIUM, 1, 0, TP_BIG_META, 0);
+    cr_assert_not_null(s);
+    _tp_run_publish(s);
+    cr_assert(s->hp->start, "group %u's page is not a start page", i);
+  }
+  _tp_opt.start_bytes = 0; /* the heap has grown past start_kb: every back looks */
+  return n;
+}
+static size_t looks_over_backs(unsigned backs) {
+  size_t c0 = res.calls;
+  for (unsigned i = 0; i < backs; i++) cr_assert_not_null(_tp_run_new(g, TP_SLAB_LARGE, 1, TP_HPAGE, TP_BIG_META, 0));
+  return res.calls - c0;
+}
+
+Test(runs, few_sparse_start_pages_are_looked_at_every_time_the_heap_backs_an_hpage) {
+  TP_NEEDS_GROUPS_APART();
+  unsigned n = sparse_start_pages(10);
+  size_t calls = looks_over_backs(8);
+  cr_assert_eq(calls, 8 * n, "%zu mincore calls for %u pending pages over 8 backs", calls, n);
+}
+
+Test(runs, many_sparse_start_pages_are_looked_at_once_the_heap_has_grown_by_an_eighth) {
+  TP_NEEDS_GROUPS_APART();
+  unsigned n = sparse_start_pages(20); /* 20 hpages backed: an eighth is 2.5 */
+  size_t calls = looks_over_backs(10);
+  cr_assert_geq(calls, n, "no look at all over 10 backs");
+  cr_assert_leq(calls, 4 * n, "%zu mincore calls for %u pending pages over 10 backs (looked at every time: %u)", calls,
+                n, 10 * n);
 }

@@ -215,17 +215,18 @@ int _tp_hpage_collapse(tp_hpage_t *h) {
  * every hpage. Past a GiB backed it is not counted (a count would hold the heap lock for a
  * millisecond and more), and 2 MiB is a small part of what such a process asked for. */
 static size_t resident_bytes, resident_at; /* the last count, and the backed bytes then */
+/* Whether the backed bytes have moved by more than an eighth from `then` (0: never counted). */
+static int moved_by_an_eighth(size_t now, size_t then) {
+  return then == 0 || now > then + then / 8 || now < then - then / 8;
+}
+static void add_resident(tp_hpage_t *h, void *arg) {
+  if (h->state != TP_HP_NONE && h->source != TP_SRC_NONE) *(size_t *)arg += _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
+}
 static size_t heap_resident(size_t backed) {
   if (backed > TP_GIB) return backed;
-  if (resident_at == 0 || backed > resident_at + resident_at / 8 || backed < resident_at - resident_at / 8) {
+  if (moved_by_an_eighth(backed, resident_at)) {
     size_t n = 0;
-    for (unsigned c = 0; c < nchunks; c++) {
-      uintptr_t lim = (c == nchunks - 1) ? cursor : chunks[c].end;
-      for (uintptr_t a = chunks[c].start; a < lim; a += TP_HPAGE) {
-        tp_hpage_t *h = _tp_hpage_of((void *)a);
-        if (h->state != TP_HP_NONE && h->source != TP_SRC_NONE) n += _tp_os_hooks.resident((void *)a, TP_HPAGE);
-      }
-    }
+    _tp_heap_foreach(add_resident, &n);
     resident_bytes = n;
     resident_at = backed;
   }
@@ -245,11 +246,11 @@ static int start_page_pending(const tp_hpage_t *h) {
 }
 static void promote_start_pages(void) {
   heap_grown = 1;
-  size_t backed = backed_bytes(), resident = 0, last = promote_looked_at;
+  size_t backed = backed_bytes(), resident = 0;
   unsigned pending = 0;
   for (unsigned i = 0; i < nstart_pages; i++) pending += (unsigned)start_page_pending(start_pages[i]);
   if (pending == 0) return;
-  if (pending > TP_PROMOTE_EVERY && last != 0 && backed <= last + last / 8 && backed >= last - last / 8) return;
+  if (pending > TP_PROMOTE_EVERY && !moved_by_an_eighth(backed, promote_looked_at)) return;
   promote_looked_at = backed;
   for (unsigned i = 0; i < nstart_pages; i++) {
     tp_hpage_t *h = start_pages[i];

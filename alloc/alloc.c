@@ -252,26 +252,9 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   return p;
 }
 
-static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero) {
-  unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
-  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_MEDIUM, n, align, TP_BIG_META, 0);
-  if (s == NULL) return enomem();
-  s->size = n * (uint32_t)TP_SLOT;
-  s->nobj = 1;
-  s->live = (uint8_t *)s->data;
-  __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
-  _tp_run_publish(s);
-  count_alloc(tc, s->size);
-  _tp_stats_out(s->size);
-  if (zero && !s->zeroed) memset((void *)s->base, 0, size);
-  return (void *)s->base;
-}
-
-static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero) {
-  if (size > ((size_t)1 << 46)) return enomem();
-  size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
-  tp_slab_t *s = _tp_run_new(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META, size - (n - 1) * TP_HPAGE);
-  if (s == NULL) return enomem();
+/* A large run's record set up as one block of `size` bytes, published and counted. */
+static void *large_block(tp_tcache_t *tc, tp_slab_t *s, size_t size, int zero) {
+  size_t n = s->nhpages;
   s->size = 0; /* usable size is nhpages * 2 MiB (may exceed 32 bits) */
   s->nobj = 1;
   s->live = (uint8_t *)s->data;
@@ -283,11 +266,35 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
   return (void *)s->base;
 }
 
+static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
+  unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
+  tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_MEDIUM, n, align, TP_BIG_META, 0, site);
+  if (s == NULL) return enomem();
+  if (s->kind == TP_SLAB_LARGE) return large_block(tc, s, size, zero); /* its site fills its runs in part */
+  s->size = n * (uint32_t)TP_SLOT;
+  s->nobj = 1;
+  s->live = (uint8_t *)s->data;
+  __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
+  _tp_run_publish(s);
+  count_alloc(tc, s->size);
+  _tp_stats_out(s->size);
+  if (zero && !s->zeroed) memset((void *)s->base, 0, size);
+  return (void *)s->base;
+}
+
+static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
+  if (size > ((size_t)1 << 46)) return enomem();
+  size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
+  tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META, size - (n - 1) * TP_HPAGE, site);
+  if (s == NULL) return enomem();
+  return large_block(tc, s, size, zero);
+}
+
 static inline size_t slab_usable(const tp_slab_t *s) {
   return s->kind == TP_SLAB_LARGE ? (size_t)s->nhpages * TP_HPAGE : s->size;
 }
 
-void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
+void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) {
   tp_tcache_t *tc = _tp_tcache_get();
   if (TP_UNLIKELY(size > (size_t)PTRDIFF_MAX)) return enomem();
   size_t req = size ? size : 1;
@@ -310,12 +317,12 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) {
         if (_tp_classes[c].size % align == 0) return alloc_small(tc, g, c, size, zero);
       }
     }
-    if (align <= TP_RUN_ALIGN_MAX && req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, align, zero);
-    return alloc_large(tc, g, req, align, zero);
+    if (align <= TP_RUN_ALIGN_MAX && req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, align, zero, site);
+    return alloc_large(tc, g, req, align, zero, site);
   }
   if (req <= TP_SMALL_MAX) return alloc_small(tc, g, _tp_class_of(req), size, zero);
-  if (req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, 0, zero);
-  return alloc_large(tc, g, req, TP_HPAGE, zero);
+  if (req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, 0, zero, site);
+  return alloc_large(tc, g, req, TP_HPAGE, zero, site);
 }
 
 /* ---- free ---------------------------------------------------------------------------- */
@@ -532,7 +539,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
   if (TP_UNLIKELY(_tp_os_discover_wanted == 1)) _tp_os_numa_check(); /* no lock held */
   tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(size, 0, group_for(tc, ra, size), zero);
+  return _tp_alloc(size, 0, group_for(tc, ra, size), zero, ra);
 }
 
 /* The malloc hit: the site slot's bins (the static empty ones before the thread's first miss)
@@ -611,7 +618,9 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
       if (b->top > b->low) q = tbin_pop(b, b->top);
     }
   }
-  if (q == NULL && (leaves || (q = _tp_alloc(size, 0, grp, 0)) == NULL)) return NULL;
+  /* A medium or large block keeps its site: what its runs show is the same buffer's. */
+  uintptr_t site = s->site;
+  if (q == NULL && (leaves || (q = _tp_alloc(size, 0, grp, 0, site)) == NULL)) return NULL;
   memcpy(q, p, old < size ? old : size);
   tp_free(p);
   return q;
@@ -646,7 +655,7 @@ static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
     if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);
   }
   tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(size, alignment, group_for(tc, ra, size), 0);
+  return _tp_alloc(size, alignment, group_for(tc, ra, size), 0, ra);
 }
 
 void *tp_aligned_alloc(size_t alignment, size_t size) {
@@ -689,14 +698,16 @@ int tp_posix_memalign(void **out, size_t alignment, size_t size) {
 
 void *tp_valloc(size_t size) {
   tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(size, TP_PAGE, group_for(tc, RA(), size), 0);
+  uintptr_t ra = RA();
+  return _tp_alloc(size, TP_PAGE, group_for(tc, ra, size), 0, ra);
 }
 
 void *tp_pvalloc(size_t size) {
   size_t r = (size + TP_PAGE - 1) & ~(size_t)(TP_PAGE - 1);
   if (r < size) return enomem();
   tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, RA(), size), 0);
+  uintptr_t ra = RA();
+  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, ra, size), 0, ra);
 }
 
 size_t tp_malloc_usable_size(const void *p) { return p ? _tp_usable_size(p, NULL) : 0; }

@@ -286,7 +286,7 @@ void tp_group_destroy(tp_group_t *g) {
 void *tp_group_malloc(tp_group_t *g, size_t size) {
   if (g == NULL) return tp_malloc(size);
   checked(g, "tp_group_malloc");
-  return _tp_alloc(size, 0, g->id, 0);
+  return _tp_alloc(size, 0, g->id, 0, 0);
 }
 
 void *tp_group_calloc(tp_group_t *g, size_t count, size_t size) {
@@ -297,13 +297,13 @@ void *tp_group_calloc(tp_group_t *g, size_t count, size_t size) {
   }
   if (g == NULL) return tp_calloc(count, size);
   checked(g, "tp_group_calloc");
-  return _tp_alloc(total, 0, g->id, 1);
+  return _tp_alloc(total, 0, g->id, 1, 0);
 }
 
 void *tp_group_realloc(tp_group_t *g, void *p, size_t size) {
   if (g == NULL) return tp_realloc(p, size);
   checked(g, "tp_group_realloc");
-  if (p == NULL) return _tp_alloc(size, 0, g->id, 0);
+  if (p == NULL) return _tp_alloc(size, 0, g->id, 0, 0);
   return _tp_realloc_block(p, size, g->id);
 }
 

@@ -154,6 +154,12 @@ int _tp_policy_share_slab(unsigned partial_slabs) TP_INTERNAL;
 int _tp_policy_lend(int explicit_, int exclusive, uint64_t since_refill) TP_INTERNAL;
 int _tp_policy_fill_holes(size_t hole_bytes, size_t page_bytes) TP_INTERNAL;
 int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
+/* A site's medium runs, and large ones of up to this many hpages, go on 4 KiB pages when it
+ * fills them in part. */
+#define TP_SPARSE_MAX_HPAGES 4
+enum { TP_LARGE_UNKNOWN = 0, TP_LARGE_DENSE, TP_LARGE_SPARSE }; /* a site's large runs, as sampled */
+int _tp_policy_large_on_4k(size_t nhpages, uint32_t site_runs, int verdict, int pool_auto) TP_INTERNAL;
+int _tp_policy_large_sparse(size_t touched, size_t hpages_touched, size_t asked) TP_INTERNAL;
 int _tp_policy_grow_lazily(size_t have, size_t adding) TP_INTERNAL;
 #define TP_ONEOFF_LARGE_BYTES ((size_t)8 << 20)
 int _tp_policy_give_back_large_run(size_t run_bytes, int cycling) TP_INTERNAL;
@@ -265,6 +271,8 @@ struct tp_slab_s {
   uint32_t nhpages;      /* large: run length in hpages */
   uint32_t tail_unused;  /* large: bytes of its last hpage the block did not ask for (start_kb) */
   uint32_t meta_size;    /* bytes of this record (released with it) */
+  uint8_t on_4k;         /* large: on 4 KiB pages because of its site (runs.c); measured when freed */
+  uintptr_t site;        /* medium / large: the call site that asked for it (0: none known) */
   /* Protected by the lock of the lane it is in (`lane`): */
   tp_slab_t *next, *prev;
   uint32_t navail;       /* objects in the slab (not in any thread cache, not live) */
@@ -304,6 +312,8 @@ struct tp_hpage_s {
   uint8_t lazy;          /* on the pool, reserved, faulted in as touched (_tp_os_back_lazy) */
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
+  uint32_t held_kb;      /* a large run's hpage on 4 KiB pages (tail4k TP_RUN_ALL_4K): KiB in
+                          * memory when its run was freed, what it counts against retain_mb */
   tp_slotmask_t used_mask;  /* bit i: slot i carved */
   tp_slotmask_t fresh_mask;  /* bit i: slot i untouched since backing (reads as zero) */
   tp_slotmask_t side_mask;   /* bit i: slot i was last given back by a thread of side 1
@@ -518,13 +528,18 @@ void _tp_hpage_give_back(tp_hpage_t *h) TP_INTERNAL;
 /* An hpage on 4 KiB pages collapsed into a huge page (THP), counted as one; 0 on success. */
 int _tp_hpage_collapse(tp_hpage_t *h) TP_INTERNAL;
 /* The address of n reserved, unused hpages aligned to `align` (on the lists, or new address
- * space past the cursor, which moves past them); 0 when no address space is left. */
-uintptr_t _tp_heap_unused_run(size_t n, size_t align) TP_INTERNAL;
+ * space past the cursor, which moves past them); 0 when no address space is left. `unbacked`:
+ * none retained backed (a run on 4 KiB pages leaves the retained huge pages to the others). */
+uintptr_t _tp_heap_unused_run(size_t n, size_t align, int unbacked) TP_INTERNAL;
 /* Takes hpages [a, a + n hpages) for a large run: backs the unbacked ones (`adding`: the bytes
  * the run adds, for the page source; `lazy`: on the pool, reserved at once and faulted in as
- * touched; `tail4k`: the last on 4 KiB pages), marks the first the run's head when `head` and
- * the others its tail, and clears *zero when one held data before. -1 when even 4 KiB pages
- * fail: every hpage goes back where it was. */
+ * touched; `tail4k`: 1, the last on 4 KiB pages if not backed already; TP_RUN_ALL_4K, every
+ * one, those retained on huge pages given back first; TP_RUN_FRESH_4K, every one on 4 KiB
+ * pages never touched, all retained ones given back first), marks the first the run's head
+ * when `head` and the others its tail, and clears *zero when one held data before. -1 when
+ * even 4 KiB pages fail: every hpage goes back where it was. */
+#define TP_RUN_ALL_4K 2
+#define TP_RUN_FRESH_4K 3
 int _tp_heap_take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k, int lazy, int *zero) TP_INTERNAL;
 /* Whether the hpages [end, new_end) after a large run are reserved and unused, so that it can
  * grow over them (never-used ones at the cursor: the cursor moves past them); 1 if so. */
@@ -540,6 +555,7 @@ typedef struct tp_heap_counters_s {
   size_t reserved_bytes;
   size_t fork_unshared;   /* hugetlb pages a fork child moved to THP (the pool was short) */
   size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
+  size_t large_4k;        /* large runs put on 4 KiB pages because their site fills them in part */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
@@ -553,6 +569,12 @@ extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
  * all of it: page map, slab bytes, slots or hpages, record. The heap is the only writer of the
  * page map. `last`: for a large run, the bytes the block uses of its last hpage (0: all). */
 tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last) TP_INTERNAL;
+/* The same, for a medium or large run asked for by call site `site` (0: none known), whose
+ * runs are sampled and go on 4 KiB pages when the site fills them in part (policy.c,
+ * _tp_policy_large_on_4k): a medium one then comes back as a large run of one hpage (kind
+ * TP_SLAB_LARGE, `last` its slots' bytes), which the caller sets up as a large block. */
+tp_slab_t *_tp_run_new_site(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last,
+                            uintptr_t site) TP_INTERNAL;
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
 /* malloc_trim (tp_trim): the retained empty hpages beyond `keep` bytes go back now, the
@@ -618,7 +640,8 @@ void _tp_atexit_report(void) TP_INTERNAL;
 void _tp_stats_keep_stderr(void) TP_INTERNAL;
 
 /* ---- the generic paths (alloc.c) ----------------------------------------------------- */
-void *_tp_alloc(size_t size, size_t align, unsigned g, int zero) TP_INTERNAL;
+/* `site`: the call site, for a large block (runs.c samples its sites' runs; 0: none known). */
+void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) TP_INTERNAL;
 void _tp_free_checked(void *p) TP_INTERNAL;
 /* realloc of p (not NULL) to size: in place while _tp_policy_realloc_keeps says so, else a new
  * block in group g (-1: p's own group), the contents copied and p freed; an invalid p is

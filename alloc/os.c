@@ -445,10 +445,10 @@ static uint64_t now_ms(void) {
 
 /* Bytes of [addr, addr + len) in memory, by mincore (len when it fails: as if all touched). */
 static size_t resident(void *addr, size_t len) {
-  unsigned char v[TP_HPAGE / 4096];
+  unsigned char v[TP_SPARSE_MAX_HPAGES * TP_HPAGE / 4096]; /* a large run on 4 KiB pages in one call */
   size_t n = 0;
-  for (size_t o = 0; o < len; o += TP_HPAGE) {
-    size_t part = len - o < TP_HPAGE ? len - o : TP_HPAGE;
+  for (size_t o = 0; o < len; o += sizeof v * 4096) {
+    size_t part = len - o < sizeof v * 4096 ? len - o : sizeof v * 4096;
     if (mincore((char *)addr + o, part, v) != 0) return len;
     for (size_t i = 0; i < (part + 4095) / 4096; i++) n += v[i] & 1;
   }

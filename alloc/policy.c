@@ -100,6 +100,38 @@ int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) {
   return pool_auto && last_bytes > 0 && last_bytes <= TP_HPAGE / 8;
 }
 
+/* Medium and large runs of sites that fill them in part. A huge page is resident whole (a pool
+ * page from the moment it is backed or reused, a THP one from its first touch), so a buffer of
+ * 256 KiB to a few MiB that the program writes a tenth of holds several times what it uses:
+ * 100 buffers of 64 KiB-4 MiB, each written in its first tenth and replaced in turn (tlbbench
+ * `partial`), held 264 MiB of huge pages against jemalloc's 102 MiB; 100 of 3 MiB with 300 KiB
+ * written 195 MiB against 34; 200 of 600 KiB with 50 KiB written 134 against 14. A site's
+ * medium runs, and large ones of up to TP_SPARSE_MAX_HPAGES hpages, go on 4 KiB pages once a
+ * sample of them was found sparse (below): a large one on fresh 4 KiB pages, a medium one as
+ * a run of one hpage of its own on 4 KiB pages (2 MiB of address space, resident where
+ * written). So does a sample: its second such run, then its 256th, 512th, 1024th ... (a site that
+ * changes its habits is seen again, at a cost that grows as the logarithm of its runs: a
+ * sample written whole is faulted in 4 KiB at a time and copied into huge pages at the site's
+ * next run; a sample at every power of two put 3 of a dozen 2 MiB blocks on 4 KiB pages). Its first run never is: a table allocated
+ * once, and kept hot, stays on huge pages. Runs past TP_SPARSE_MAX_HPAGES are left to the lazy pool mapping (a fresh
+ * hpage is resident only once touched: what a huge page can waste of them is less of the
+ * run), and nothing changes under pool:hugetlbfs, thp or 4k, which are asked for. */
+int _tp_policy_large_on_4k(size_t nhpages, uint32_t site_runs, int verdict, int pool_auto) {
+  if (!pool_auto || nhpages == 0 || nhpages > TP_SPARSE_MAX_HPAGES) return 0;
+  if (verdict == TP_LARGE_SPARSE) return 1;
+  return site_runs == 2 || (site_runs >= 256 && (site_runs & (site_runs - 1)) == 0);
+}
+
+/* A run on 4 KiB pages of `asked` bytes that the program touched `touched` bytes of, on
+ * `hpages_touched` of its hpages, is sparse when what huge pages would hold for it is at most a
+ * quarter used: those hpages for a large block, its own slots (on a huge page shared with other
+ * runs) for a medium one (counted by mincore when it is freed, or at its site's next run while
+ * it is live). A run found dense while it is live is collapsed into huge pages there and then. */
+int _tp_policy_large_sparse(size_t touched, size_t hpages_touched, size_t asked) {
+  size_t huge = asked <= TP_MEDIUM_MAX ? asked : hpages_touched * TP_HPAGE;
+  return touched * 4 <= huge;
+}
+
 /* A large run of `have` hpages that grows in place by `adding` maps its new pool pages lazily
  * (reserved, faulted in as touched) when it grows by at least half: a buffer grown by doubling
  * touches its new half as it fills it. Each lazy mapping is a mapping of its own (hugetlb

@@ -150,20 +150,82 @@ static void free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
 static int large_cycling, large_gave_back;
 static uint64_t large_gave_back_ms;
 
+/* Sites' medium and large runs (policy.c, _tp_policy_large_on_4k): what each of the last
+ * TP_LARGE_SITES sites seen (by a hash of the site; a site that takes another's entry starts
+ * over) has shown of its runs, under the heap lock. */
+#define TP_LARGE_SITES 256
+typedef struct {
+  uintptr_t site;     /* 0: a free entry */
+  uint32_t runs;      /* its medium runs and large ones of up to TP_SPARSE_MAX_HPAGES hpages (saturates) */
+  uint8_t verdict;    /* TP_LARGE_UNKNOWN, _DENSE or _SPARSE: what its last measured run showed */
+  tp_slab_t *watched; /* its last run on 4 KiB pages while live and not measured yet */
+} large_site_t;
+static large_site_t large_sites[TP_LARGE_SITES];
+
+static large_site_t *large_site(uintptr_t site, int insert) {
+  large_site_t *e = &large_sites[((site >> 4) * 0x9E3779B97F4A7C15ull) >> 56];
+  if (e->site == site) return e;
+  if (!insert) return NULL;
+  *e = (large_site_t){.site = site};
+  return e;
+}
+
+/* Bytes of a run in memory (mincore). */
+static size_t run_resident(const tp_slab_t *s) {
+  return _tp_os_hooks.resident((void *)s->base, (size_t)s->nhpages * TP_HPAGE);
+}
+
+/* Gives a run on 4 KiB pages, of which `touched` bytes are in memory, its site's verdict; 0 when
+ * a run measured while live (`live`) has nothing touched yet: it is left for later. A large
+ * one found dense while live is collapsed into huge pages, each hpage with more than an eighth
+ * of it touched (as a large block's tail: policy.c, _tp_policy_large_tail_4k); the others stay
+ * on 4 KiB pages and go back when the run is freed. A medium one stays as it is: as a huge page
+ * its hpage would hold 2 MiB for the block's slots. */
+static int measure_large(large_site_t *e, tp_slab_t *s, size_t touched, int live) {
+  size_t hpages = s->nhpages;
+  size_t asked = (size_t)s->nhpages * TP_HPAGE - s->tail_unused;
+  if (live && touched == 0) return 0;
+  /* The hpages touched one by one only when the verdict hangs on them (a quarter of one
+   * huge page touched or less is sparse whatever they are). */
+  if (s->nhpages > 1 &&
+      _tp_policy_large_sparse(touched, s->nhpages, asked) != _tp_policy_large_sparse(touched, 1, asked)) {
+    hpages = 0;
+    for (uint32_t i = 0; i < s->nhpages; i++)
+      hpages += _tp_os_hooks.resident((void *)(s->base + (uintptr_t)i * TP_HPAGE), TP_HPAGE) != 0;
+  }
+  int sparse = _tp_policy_large_sparse(touched, hpages, asked);
+  e->verdict = sparse ? TP_LARGE_SPARSE : TP_LARGE_DENSE;
+  if (!live || sparse || asked <= TP_MEDIUM_MAX) return 1;
+  int all = 1;
+  for (uint32_t i = 0; i < s->nhpages; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(s->base + (uintptr_t)i * TP_HPAGE));
+    if (x->source != TP_SRC_4K) continue;
+    if (_tp_os_hooks.resident((void *)x->addr, TP_HPAGE) > TP_HPAGE / 8 && _tp_hpage_collapse(x) == 0)
+      x->tail4k = 0, x->start = 0;
+    else
+      all = 0;
+  }
+  if (all) s->on_4k = 0;
+  return 1;
+}
+
 /* A run of n whole hpages aligned to `align` (a power of two >= 2 MiB); heap lock held. The
  * block leaves `tail` bytes of its last hpage unasked for: it counts toward start_kb without
  * them, and when what it uses of that hpage is little (policy.c, _tp_policy_large_tail_4k),
- * the hpage is backed by 4 KiB pages if it is not backed already. */
-static void *alloc_large(size_t n, size_t align, size_t tail, tp_hpage_t **hp_out, int *zeroed) {
+ * the hpage is backed by 4 KiB pages if it is not backed already. `on_4k`: every hpage on
+ * 4 KiB pages (its site fills its runs in part), TP_RUN_ALL_4K reusing retained ones,
+ * TP_RUN_FRESH_4K (a sample) none ever touched: what a retained one held would read as
+ * written when the sample is measured. */
+static void *alloc_large(size_t n, size_t align, size_t tail, int on_4k, tp_hpage_t **hp_out, int *zeroed) {
   if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
   if (!large_cycling && n * TP_HPAGE >= TP_ONEOFF_LARGE_BYTES)
     large_cycling = _tp_policy_large_cycling(large_gave_back, large_gave_back_ms, _tp_os_hooks.now_ms());
-  uintptr_t a = _tp_heap_unused_run(n, align);
+  uintptr_t a = _tp_heap_unused_run(n, align, on_4k);
   if (a == 0) return NULL;
   int zero = 1;
   size_t bytes = n * TP_HPAGE - tail;
-  if (_tp_heap_take_run(a, n, bytes, 1, _tp_policy_large_tail_4k(TP_HPAGE - tail, _tp_opt.pool == TP_POOL_AUTO), 1, &zero) != 0)
-    return NULL;
+  int tail4k = on_4k ? on_4k : _tp_policy_large_tail_4k(TP_HPAGE - tail, _tp_opt.pool == TP_POOL_AUTO);
+  if (_tp_heap_take_run(a, n, bytes, 1, tail4k, 1, &zero) != 0) return NULL;
   _tp_heap_used_bytes += bytes;
   *hp_out = _tp_hpage_of((void *)a);
   *zeroed = zero;
@@ -212,19 +274,50 @@ static void map_slots(tp_slab_t *s, unsigned from, unsigned to) {
 const uint8_t _tp_no_live[1];
 
 tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last) {
+  return _tp_run_new_site(g, kind, n, align, meta_size, last, 0);
+}
+
+tp_slab_t *_tp_run_new_site(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last,
+                            uintptr_t site) {
   tp_slab_t *s = _tp_meta_alloc(meta_size);
   if (s == NULL) return NULL;
   tp_hpage_t *h;
   int zeroed;
   void *mem;
   _tp_lock(&_tp_heap_lock);
+  /* A medium or large run of a site: what its runs have shown so far. */
+  large_site_t *e = NULL;
+  int on_4k = 0;
+  if (site && (kind == TP_SLAB_MEDIUM || (kind == TP_SLAB_LARGE && n <= TP_SPARSE_MAX_HPAGES))) {
+    e = large_site(site, 1);
+    if (e->watched != NULL && measure_large(e, e->watched, run_resident(e->watched), 1)) e->watched = NULL;
+    if (e->runs < UINT32_MAX) e->runs++;
+    on_4k = _tp_policy_large_on_4k(kind == TP_SLAB_LARGE ? n : 1, e->runs, e->verdict, _tp_opt.pool == TP_POOL_AUTO);
+    if (on_4k && kind == TP_SLAB_MEDIUM) { /* a run of one hpage of its own, on 4 KiB pages */
+      last = n * TP_SLOT;
+      kind = TP_SLAB_LARGE;
+      n = 1;
+      align = 0;
+    }
+  }
   if (kind == TP_SLAB_LARGE) {
     size_t tail = last ? TP_HPAGE - last : 0;
-    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, tail, &h, &zeroed);
+    int sample = on_4k && e->verdict != TP_LARGE_SPARSE;
+    mem = alloc_large(n, align < TP_HPAGE ? TP_HPAGE : align, tail,
+                      !on_4k ? 0 : sample ? TP_RUN_FRESH_4K : TP_RUN_ALL_4K, &h, &zeroed);
     if (mem) {
       h->owner = g->id;
-      s->nhpages = (uint32_t)n;
       s->tail_unused = (uint32_t)tail;
+      s->base = (uintptr_t)mem; /* before another thread's run of the site can measure it */
+      s->nhpages = (uint32_t)n;
+      s->site = site;
+      s->on_4k = (uint8_t)on_4k;
+      if (on_4k) {
+        /* A sample is looked at again at the site's next run, and collapsed there if the
+         * program filled it; a run of a site found sparse only when it is freed. */
+        if (sample) e->watched = s;
+        _tp_heap_ctr.large_4k++;
+      }
     }
   } else {
     unsigned slot;
@@ -232,6 +325,7 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
     if (mem) {
       s->nslots = (uint8_t)n;
       s->first_slot = (uint8_t)slot;
+      s->site = site;
       add_slab_bytes(g, n * TP_SLOT);
     }
   }
@@ -259,6 +353,19 @@ void _tp_run_release(tp_slab_t *s) {
   _tp_lock(&_tp_heap_lock);
   if (s->kind == TP_SLAB_LARGE) {
     __atomic_store_n(&s->hp->slot_slab[0], NULL, __ATOMIC_RELEASE);
+    if (s->on_4k) {
+      size_t touched = run_resident(s);
+      large_site_t *e = large_site(s->site, 0);
+      if (e != NULL) { /* its site's verdict, from what it used */
+        if (e->watched == s) e->watched = NULL;
+        measure_large(e, s, touched, 0);
+      }
+      /* What its hpages count for while retained (heap.c): their share of it, at least a
+       * sixteenth of a huge page each, so that retained ones stay few. */
+      uint32_t kb = (uint32_t)(touched / s->nhpages / 1024);
+      if (kb < TP_HPAGE / 16 / 1024) kb = TP_HPAGE / 16 / 1024;
+      for (uint32_t i = 0; i < s->nhpages; i++) _tp_hpage_of((void *)(s->base + (uintptr_t)i * TP_HPAGE))->held_kb = kb;
+    }
     free_large(s->hp, s->nhpages, s->tail_unused);
   } else {
     atomic_fetch_sub(&_tp_groups[s->group]->slab_bytes, (size_t)s->nslots * TP_SLOT);
@@ -298,7 +405,8 @@ static int grow_large(tp_slab_t *s, size_t n) {
 
 int _tp_run_grow(tp_slab_t *s, size_t n) {
   if (s->kind == TP_SLAB_LARGE) {
-    if (n <= s->nhpages || n > UINT32_MAX) return 0;
+    /* A run on 4 KiB pages for its site moves (a new run, from what the site has shown). */
+    if (n <= s->nhpages || n > UINT32_MAX || s->on_4k) return 0;
     _tp_lock(&_tp_heap_lock);
     int ok = grow_large(s, n);
     _tp_unlock(&_tp_heap_lock);

@@ -116,7 +116,7 @@ void tp_stats_print(FILE *out, int json) {
       U("mapped_bytes", st.mapped_bytes), U("pages_hugetlbfs", st.pages_hugetlbfs), U("pages_thp", st.pages_thp),
       U("pages_4k", st.pages_4k), U("pages_1g", c.pages_by_source[TP_SRC_1G]), U("gpages", _tp_os.gpages_taken),
       U("fallbacks", st.fallbacks), U("pages_returned", st.pages_returned), {"density", 'd', {.d = st.density}},
-      U("fork_unshared", c.fork_unshared), U("pages_promoted", c.promoted), U("pool_pages_peak", _tp_os.pool_peak),
+      U("fork_unshared", c.fork_unshared), U("pages_promoted", c.promoted), U("large_runs_4k", c.large_4k), U("pool_pages_peak", _tp_os.pool_peak),
       U("pool_capped", _tp_os.pool_capped), {"pool_max", 'm', {.u = _tp_opt.pool_max}},
       U("hugetlb_windows", _tp_os.hugetlb_windows), U("hugetlb_files", _tp_os.hugetlb_files),
       U("hugetlb_single", _tp_os.hugetlb_single), U("pool_cow_kept", _tp_os.cow_kept),

@@ -35,6 +35,13 @@ Test(heap, a_freed_run_is_reused_before_new_address_space) {
  * and allocated again in a loop keeps its pages (no zeroing a round) while pages stranded by
  * earlier frees, between live blocks, fill the retain budget. Before, each round gave the
  * block's own pages back and backed them again. */
+/* One call site for every block (not a tail call: the asm after it keeps the call's return). */
+static TP_NOINLINE void *three_hpages(void) {
+  void *p = tp_malloc(3 * TP_HPAGE);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
 Test(heap, a_block_freed_over_full_retained_pages_keeps_its_own) {
   size_t retain = _tp_opt.retain_bytes;
   cr_assert_geq(retain, 4 * TP_HPAGE, "the test needs retain_mb of 4 pages or more");
@@ -43,15 +50,20 @@ Test(heap, a_block_freed_over_full_retained_pages_keeps_its_own) {
   cr_assert_leq(2 * nstranded, 128);
   for (size_t i = 0; i < 2 * nstranded; i++) memset(p[i] = tp_malloc(TP_HPAGE - 4096), 1, 4096);
   for (size_t i = 0; i < 2 * nstranded; i += 2) tp_free(p[i]); /* one page each, between live ones */
-  void *b = tp_malloc(3 * TP_HPAGE); /* fits none of the holes */
-  memset(b, 1, 4096);
+  void *b = three_hpages(); /* fits none of the holes */
+  memset(b, 1, 3 * TP_HPAGE);
+  /* The site's second block is a sample on 4 KiB pages (runs.c): written whole, it makes the
+   * site's next blocks huge pages again, on b's. */
+  void *sample = three_hpages();
+  memset(sample, 1, 3 * TP_HPAGE);
+  tp_free(sample);
   tp_free(b);
   tp_stats_t before, after;
   tp_stats_get(&before);
   for (int r = 0; r < 20; r++) {
-    void *c = tp_malloc(3 * TP_HPAGE);
+    void *c = three_hpages();
     cr_assert_eq(c, b, "round %d: the block's pages were not reused (%p, then %p)", r, b, c);
-    memset(c, 1, 4096);
+    memset(c, 1, 3 * TP_HPAGE);
     tp_free(c);
   }
   tp_stats_get(&after);

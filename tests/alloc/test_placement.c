@@ -546,7 +546,7 @@ Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
   TP_NEEDS_SITE_GROUPS();
   enum { N = 6 * 585 }; /* six slabs of class 112 */
   static void *blk[N];
-  for (int i = 0; i < N; i++) blk[i] = _tp_alloc(104, 0, TP_SHARED_GROUP, 0);
+  for (int i = 0; i < N; i++) blk[i] = _tp_alloc(104, 0, TP_SHARED_GROUP, 0, 0);
   cr_assert_eq(slab_group(blk[0]), TP_SHARED_GROUP);
   for (int i = 0; i < N; i++)
     if (i % 4) tp_free(blk[i]); /* three in four freed, spread over every slab */
@@ -602,7 +602,7 @@ Test(site, the_shared_group_fills_an_idle_groups_huge_page_before_taking_a_new_o
   /* While the site fills: the shared group takes pages of its own (16 KiB blocks, four per slab). */
   int ns = 0;
   for (; ns < 160; ns++) {
-    sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0);
+    sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0, 0);
     if ((ns & 15) == 0) mine[n++] = _tp_malloc_site(48, site); /* still filling */
   }
   cr_assert_eq(shared_slabs_on(own), 0, "the shared group took room in a page whose group still fills");
@@ -612,13 +612,13 @@ Test(site, the_shared_group_fills_an_idle_groups_huge_page_before_taking_a_new_o
   cr_assert_lt(used, upto, "the site's page holds %u slots already", used);
   size_t backed = 0, after = 0;
   for (int s = 0; s < TP_SRC_COUNT; s++) backed += _tp_heap_ctr.pages_by_source[s];
-  for (; ns < S && own->nused < upto; ns++) sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0);
+  for (; ns < S && own->nused < upto; ns++) sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0, 0);
   for (int s = 0; s < TP_SRC_COUNT; s++) after += _tp_heap_ctr.pages_by_source[s];
   cr_assert_eq(own->nused, upto, "the idle group's page holds %u slots, not %u", own->nused, upto);
   cr_assert_eq(shared_slabs_on(own), (int)(upto - used), "%d shared slabs in %u lent slots", shared_slabs_on(own), upto - used);
   cr_assert_leq(after, backed + 1, "the heap took %zu new pages while an idle group's page had room", after - backed);
   cr_assert_eq(own->owner, gid, "the lender no longer owns its page");
-  for (int k = 0; k < 64 && ns < S; k++, ns++) sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0); /* past it */
+  for (int k = 0; k < 64 && ns < S; k++, ns++) sh[ns] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0, 0); /* past it */
   cr_assert_eq(own->nused, upto, "the shared group took the quarter the lender keeps");
   cr_assert_eq(shared_slabs_on(exp), 0, "the shared group took room in an explicit group's page");
   for (int i = 0; i < ns; i++) tp_free(sh[i]);
@@ -653,7 +653,7 @@ Test(site, an_exclusive_group_fills_other_groups_holes_before_taking_a_new_page)
   _tp_opt.exclusive_bytes = (size_t)64 << 10;
   enum { NB = 4 * 128, MAXN = 40000 }; /* 16 KiB blocks, four per slab: 128 slabs, four pages */
   static void *big[NB], *mine[MAXN];
-  for (int i = 0; i < NB; i++) big[i] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0);
+  for (int i = 0; i < NB; i++) big[i] = _tp_alloc(16000, 0, TP_SHARED_GROUP, 0, 0);
   for (int i = 0; i < NB; i++)
     if (((uintptr_t)big[i] >> TP_SLOT_SHIFT) & 1) tp_free(big[i]); /* the slabs of odd slots emptied */
   unsigned c = _tp_class_of(16000);

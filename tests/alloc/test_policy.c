@@ -278,3 +278,33 @@ Test(policy, realloc_out_of_a_wrappers_class_group_leaves_it) {
   cr_assert(_tp_policy_realloc_leaves_class_group((int)c48, 16), "shrunk into a smaller class");
   cr_assert(_tp_policy_realloc_leaves_class_group((int)c48, TP_SMALL_MAX + 1), "grown past the slab classes");
 }
+
+Test(policy, a_sites_second_medium_or_large_run_is_sampled_on_4k_pages_and_a_sparse_sites_every_one) {
+  /* Never the first run (a table allocated once stays huge); the second; then powers of two
+   * from 256. */
+  cr_assert_not(_tp_policy_large_on_4k(2, 1, TP_LARGE_UNKNOWN, 1));
+  cr_assert(_tp_policy_large_on_4k(2, 2, TP_LARGE_UNKNOWN, 1));
+  cr_assert_not(_tp_policy_large_on_4k(2, 3, TP_LARGE_DENSE, 1));
+  cr_assert_not(_tp_policy_large_on_4k(2, 4, TP_LARGE_DENSE, 1));
+  cr_assert_not(_tp_policy_large_on_4k(2, 128, TP_LARGE_DENSE, 1));
+  cr_assert(_tp_policy_large_on_4k(2, 256, TP_LARGE_DENSE, 1));
+  cr_assert_not(_tp_policy_large_on_4k(2, 257, TP_LARGE_DENSE, 1));
+  cr_assert(_tp_policy_large_on_4k(2, 1024, TP_LARGE_DENSE, 1));
+  cr_assert(_tp_policy_large_on_4k(1, 3, TP_LARGE_SPARSE, 1));
+  cr_assert(_tp_policy_large_on_4k(TP_SPARSE_MAX_HPAGES, 1, TP_LARGE_SPARSE, 1));
+  cr_assert_not(_tp_policy_large_on_4k(TP_SPARSE_MAX_HPAGES + 1, 2, TP_LARGE_SPARSE, 1));
+  cr_assert_not(_tp_policy_large_on_4k(2, 2, TP_LARGE_SPARSE, 0), "only under pool:auto");
+}
+
+Test(policy, a_run_is_sparse_when_huge_pages_would_hold_4_times_what_it_wrote) {
+  size_t K = 1024, M = 1024 * K;
+  /* Large: against the hpages it touched. */
+  cr_assert(_tp_policy_large_sparse(300 * K, 1, 3 * M), "3 MiB, 300 KiB written");
+  cr_assert(_tp_policy_large_sparse(TP_HPAGE / 4, 1, 3 * M));
+  cr_assert_not(_tp_policy_large_sparse(TP_HPAGE / 4 + 4 * K, 1, 3 * M));
+  cr_assert_not(_tp_policy_large_sparse(2900 * K, 2, 3 * M), "3 MiB, 2.9 MB written");
+  cr_assert(_tp_policy_large_sparse(0, 0, 3 * M), "nothing written");
+  /* Medium: against its own slots. */
+  cr_assert(_tp_policy_large_sparse(52 * K, 1, 608 * K), "600 KiB, 50 KiB written");
+  cr_assert_not(_tp_policy_large_sparse(500 * K, 1, 608 * K));
+}

@@ -15,7 +15,7 @@ static struct {
   int last_want;  /* the source the last back asked for */
   int wants[64];  /* the sources the first 64 backs asked for */
   uintptr_t lo, hi; /* everything the fake reserve handed out */
-  int source;       /* what a back gives (0: THP) */
+  int source;       /* what a back gives (0: THP; -1: what it asked for) */
   long pool_free;   /* free pool pages the fake reports */
 } fake;
 
@@ -34,7 +34,8 @@ static int fake_back(void *addr, int want, unsigned *fallbacks, int node) {
   fake.backs++;
   fake.last_want = want;
   if (fake.backs <= 64) fake.wants[fake.backs - 1] = want;
-  return fake.fail_at && fake.backs >= fake.fail_at ? TP_SRC_NONE : fake.source ? fake.source : TP_SRC_THP;
+  if (fake.fail_at && fake.backs >= fake.fail_at) return TP_SRC_NONE;
+  return fake.source < 0 ? want : fake.source ? fake.source : TP_SRC_THP;
 }
 static void fake_decommit(void *addr, size_t len) {
   (void)addr;
@@ -526,4 +527,99 @@ Test(runs, many_sparse_start_pages_are_looked_at_once_the_heap_has_grown_by_an_e
   cr_assert_geq(calls, n, "no look at all over 10 backs");
   cr_assert_leq(calls, 4 * n, "%zu mincore calls for %u pending pages over 10 backs (looked at every time: %u)", calls,
                 n, 10 * n);
+}
+
+/* Sites' medium and large runs (runs.c; policy.c, _tp_policy_large_on_4k): a site's second run
+ * is a sample on fresh 4 KiB pages. Measured sparse when freed, the site's next runs go on 4 KiB
+ * pages too, a medium one as a large run of one hpage of its own; measured dense, they are on
+ * huge pages again. Runs past TP_SPARSE_MAX_HPAGES, and other pool modes, are never sampled. */
+#define SITE ((uintptr_t)0x401234)
+static tp_slab_t *site_run(int kind, size_t n) {
+  tp_slab_t *s = _tp_run_new_site(g, kind, n, kind == TP_SLAB_LARGE ? TP_HPAGE : 0, TP_BIG_META, 0, SITE);
+  cr_assert_not_null(s);
+  _tp_run_publish(s);
+  return s;
+}
+static void all_asked(size_t from, int want, const char *what) {
+  cr_assert_gt(fake.backs, from, "%s: nothing backed", what);
+  for (size_t i = from; i < fake.backs && i < 64; i++)
+    cr_assert_eq(fake.wants[i], want, "%s: back %zu asked for source %d, not %d", what, i, fake.wants[i], want);
+}
+
+/* The site's next large run of n hpages: on 4 KiB pages or not as `on_4k` says, every hpage
+ * backed from source `want`. */
+static tp_slab_t *next_large(size_t n, int on_4k, int want, const char *what) {
+  size_t b0 = fake.backs;
+  tp_slab_t *s = site_run(TP_SLAB_LARGE, n);
+  cr_assert_eq(s->on_4k != 0, on_4k, "%s: on 4 KiB pages %d, not %d", what, s->on_4k, on_4k);
+  all_asked(b0, want, what);
+  return s;
+}
+
+Test(runs, a_sites_second_run_is_a_4k_sample_and_a_site_found_sparse_keeps_its_runs_on_4k_pages) {
+  _tp_opt.pool = TP_POOL_AUTO;
+  _tp_opt.start_bytes = 0;
+  fake.source = -1;
+  tp_slab_t *a = site_run(TP_SLAB_LARGE, 2);
+  cr_assert_not(a->on_4k, "a site's first run is never a sample");
+  tp_slab_t *b = next_large(2, 1, TP_SRC_4K, "the site's second run, a sample");
+  res.bytes = 100 << 10; /* 200 KiB of its 4 MiB written */
+  _tp_run_release(b);
+  tp_slab_t *c = next_large(3, 1, TP_SRC_4K, "the next run of a site found sparse");
+  tp_slab_t *m = site_run(TP_SLAB_MEDIUM, 8);
+  cr_assert_eq(m->kind, TP_SLAB_LARGE, "a sparse site's medium run is not a run of its own");
+  cr_assert_eq(m->nhpages, 1);
+  cr_assert(m->on_4k);
+  cr_assert_eq(m->tail_unused, TP_HPAGE - 8 * TP_SLOT, "it asked for 8 slots");
+  cr_assert_eq(_tp_hpage_of((void *)m->base)->source, TP_SRC_4K);
+  tp_slab_t *big = site_run(TP_SLAB_LARGE, TP_SPARSE_MAX_HPAGES + 1);
+  cr_assert_not(big->on_4k, "a run past TP_SPARSE_MAX_HPAGES went on 4 KiB pages");
+  /* Its next run freed written whole: dense, huge pages again. */
+  res.bytes = 0;
+  _tp_run_release(c);
+  tp_slab_t *d = next_large(2, 0, TP_SRC_HUGETLB, "the next run of a site found dense");
+  tp_slab_t *md = site_run(TP_SLAB_MEDIUM, 8);
+  cr_assert_eq(md->kind, TP_SLAB_MEDIUM);
+  cr_assert_gt(_tp_heap_ctr.large_4k, 2, "large_runs_4k counts them");
+  for (tp_slab_t **r = (tp_slab_t *[]){a, m, big, d, md}, **e = r + 5; r < e; r++) _tp_run_release(*r);
+  /* pool:hugetlbfs (or thp, 4k): asked for, never sampled. */
+  _tp_opt.pool = TP_POOL_HUGETLBFS;
+  for (int i = 0; i < 4; i++) {
+    tp_slab_t *x = site_run(TP_SLAB_LARGE, 2);
+    cr_assert_not(x->on_4k);
+    _tp_run_release(x);
+  }
+}
+
+Test(runs, a_large_sample_written_whole_is_collapsed_at_the_sites_next_run_and_a_medium_one_is_not) {
+  _tp_opt.pool = TP_POOL_AUTO;
+  _tp_opt.start_bytes = 0;
+  fake.source = -1;
+  tp_slab_t *a = site_run(TP_SLAB_LARGE, 2), *b = site_run(TP_SLAB_LARGE, 2);
+  cr_assert(b->on_4k);
+  res.bytes = 0; /* every page written */
+  size_t p0 = fake.promotes;
+  tp_slab_t *c = site_run(TP_SLAB_LARGE, 2);
+  cr_assert_eq(fake.promotes - p0, 2, "%zu of the sample's 2 hpages collapsed", fake.promotes - p0);
+  cr_assert_not(b->on_4k);
+  for (int i = 0; i < 2; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(b->base + (uintptr_t)i * TP_HPAGE));
+    cr_assert_eq(x->source, TP_SRC_THP);
+    cr_assert_not(x->tail4k);
+  }
+  cr_assert_not(c->on_4k, "the site's next run after a dense sample is on 4 KiB pages");
+  /* A medium site: its sample stays on 4 KiB pages, a huge page would hold 2 MiB for 8 slots. */
+  const uintptr_t other = SITE + 0x1000;
+  tp_slab_t *m1 = _tp_run_new_site(g, TP_SLAB_MEDIUM, 8, 0, TP_BIG_META, 0, other);
+  tp_slab_t *m2 = _tp_run_new_site(g, TP_SLAB_MEDIUM, 8, 0, TP_BIG_META, 0, other);
+  cr_assert_eq(m1->kind, TP_SLAB_MEDIUM);
+  cr_assert_eq(m2->kind, TP_SLAB_LARGE);
+  _tp_run_publish(m1), _tp_run_publish(m2);
+  res.bytes = 8 * TP_SLOT; /* its slots written whole */
+  p0 = fake.promotes;
+  tp_slab_t *m3 = _tp_run_new_site(g, TP_SLAB_MEDIUM, 8, 0, TP_BIG_META, 0, other);
+  cr_assert_eq(fake.promotes, p0, "a medium sample was collapsed");
+  cr_assert_eq(m3->kind, TP_SLAB_MEDIUM, "a medium site found dense put its next run on 4 KiB pages");
+  _tp_run_publish(m3);
+  for (tp_slab_t **r = (tp_slab_t *[]){a, b, c, m1, m2, m3}, **e = r + 6; r < e; r++) _tp_run_release(*r);
 }

@@ -43,8 +43,9 @@ static tp_hpage_t *free_list;        /* reserved, not backed (used before) */
 static tp_hpage_t *empty_list;       /* backed and empty: reused first */
 static tp_hpage_t *empty_tail;       /* its last: the page empty longest (pushed at the head) */
 static size_t nfree_hp, nempty_hp;
-static size_t nempty_4k, empty_4k_kb; /* of the empty ones, those of large runs on 4 KiB pages
-                                       * (tail4k 2), and the KiB they hold */
+static size_t nempty_4k, empty_4k_bytes; /* of the empty ones, those of large runs on 4 KiB
+                                          * pages (tail4k 2), and what they count for */
+static size_t held_bytes(const tp_hpage_t *h);
 static size_t chunk_bytes = TP_GIB;
 static void decay(void);
 
@@ -66,7 +67,7 @@ static void take_off_list(tp_hpage_t *h) {
     if (h == empty_tail) empty_tail = h->prev;
     unlink_(&empty_list, h);
     nempty_hp--;
-    if (h->tail4k == TP_RUN_ALL_4K) nempty_4k--, empty_4k_kb -= h->held_kb;
+    if (h->tail4k == TP_RUN_ALL_4K) nempty_4k--, empty_4k_bytes -= held_bytes(h);
   }
 }
 
@@ -76,7 +77,7 @@ static void put_on_list(tp_hpage_t *h, int which) {
     if (empty_list == NULL) empty_tail = h;
     push(&empty_list, h, TP_LIST_EMPTY);
     nempty_hp++;
-    if (h->tail4k == TP_RUN_ALL_4K) nempty_4k++, empty_4k_kb += h->held_kb;
+    if (h->tail4k == TP_RUN_ALL_4K) nempty_4k++, empty_4k_bytes += held_bytes(h);
   } else {
     push(&free_list, h, TP_LIST_FREE);
     nfree_hp++;
@@ -280,13 +281,18 @@ static void promote_start_pages(void) {
  * hpages of their own back several before any is full (two threads churning 2 MB of 16-1024 B
  * blocks backed 6 hpages for 92 slots; counted by hpages the heap took huge pages at the fifth
  * and held 1.4x jemalloc's memory). */
+static int starting(size_t adding) {
+  return !heap_grown && nstart_pages < TP_MAX_START_PAGES && _tp_heap_used_bytes + adding <= _tp_opt.start_bytes;
+}
+int _tp_heap_starting(size_t adding) { return _tp_opt.pool == TP_POOL_AUTO && starting(adding); }
+
 static int want_source(size_t adding) {
   int src = TP_SRC_HUGETLB, start = 0;
   switch (_tp_opt.pool) {
   case TP_POOL_THP: src = TP_SRC_THP; break;
   case TP_POOL_4K: src = TP_SRC_4K; break; /* placed by node all the same */
   case TP_POOL_AUTO: {
-    start = !heap_grown && nstart_pages < TP_MAX_START_PAGES && _tp_heap_used_bytes + adding <= _tp_opt.start_bytes;
+    start = starting(adding);
     if (start) src = TP_SRC_4K;
     else promote_start_pages();
     break;
@@ -330,7 +336,7 @@ static void backed(tp_hpage_t *h, int src, int tail4k, int node) {
   h->source = (uint8_t)src;
   h->lazy = 0;
   h->tail4k = (uint8_t)tail4k;
-  h->held_kb = TP_HPAGE / 1024; /* until its run is measured */
+  h->held_kb = 0; /* fresh */
   h->start = !tail4k && src == TP_SRC_4K && _tp_opt.pool == TP_POOL_AUTO && !heap_grown && nstart_pages < TP_MAX_START_PAGES;
   if (h->start) start_pages[nstart_pages++] = h;
   h->node = (uint8_t)(node & 7);
@@ -453,11 +459,15 @@ static int evict_oldest_empty(void) {
 
 /* What a retained page counts for against retain_mb: a huge page whole, a large run's hpage
  * on 4 KiB pages what it held in memory when the run was freed (held_kb, runs.c: resident only
- * where its runs wrote). Counted whole, 100 buffers of 64 KiB-4 MiB written in their first
+ * where its runs wrote), at least a sixteenth of a huge page. Counted whole, 100 buffers of 64 KiB-4 MiB written in their first
  * tenth kept 8 of them under the default 16 MiB and faulted their pages in again at every
  * other buffer: 130 k page faults, 1.7 s against jemalloc's 96 k and 1.3 s. */
-static size_t retained_weight(void) { return (nempty_hp - nempty_4k) * TP_HPAGE + empty_4k_kb * 1024; }
-static size_t weight(const tp_hpage_t *h) { return h->tail4k == TP_RUN_ALL_4K ? h->held_kb * (size_t)1024 : TP_HPAGE; }
+static size_t retained_weight(void) { return (nempty_hp - nempty_4k) * TP_HPAGE + empty_4k_bytes; }
+static size_t held_bytes(const tp_hpage_t *h) {
+  size_t b = (size_t)h->held_kb * 1024;
+  return b > TP_HPAGE / 16 ? b : TP_HPAGE / 16; /* at least a sixteenth: retained ones stay few */
+}
+static size_t weight(const tp_hpage_t *h) { return h->tail4k == TP_RUN_ALL_4K ? held_bytes(h) : TP_HPAGE; }
 
 /* Gives back retained empty pages, the oldest first, while they and `adding` bytes more are
  * over `limit` (1 GiB pages aside); returns how many went back. */
@@ -553,7 +563,13 @@ static tp_hpage_t *find_run(size_t n, size_t align, int unbacked) {
 }
 
 uintptr_t _tp_heap_unused_run(size_t n, size_t align, int unbacked) {
-  tp_hpage_t *h = find_run(n, align, unbacked);
+  tp_hpage_t *h = NULL;
+  if (unbacked && n == 1) { /* one hpage on 4 KiB pages: a retained one, else a free one */
+    for (tp_hpage_t *e = empty_list; e && h == NULL; e = e->next)
+      if (e->source == TP_SRC_4K) h = e;
+    if (h == NULL) h = free_list;
+  }
+  if (h == NULL) h = find_run(n, align, unbacked);
   if (h != NULL) return h->addr;
   if (grow(n * TP_HPAGE, align) != 0) return 0;
   uintptr_t aligned = (cursor + align - 1) & ~(uintptr_t)(align - 1);

@@ -272,6 +272,7 @@ struct tp_slab_s {
   uint32_t tail_unused;  /* large: bytes of its last hpage the block did not ask for (start_kb) */
   uint32_t meta_size;    /* bytes of this record (released with it) */
   uint8_t on_4k;         /* large: on 4 KiB pages because of its site (runs.c); measured when freed */
+  uint32_t held_kb;      /* large on 4 KiB pages: KiB its hpages held when it took them (retained) */
   uintptr_t site;        /* medium / large: the call site that asked for it (0: none known) */
   /* Protected by the lock of the lane it is in (`lane`): */
   tp_slab_t *next, *prev;
@@ -313,7 +314,8 @@ struct tp_hpage_s {
   uint16_t owner;        /* group owning this hpage's free slots (0 = shared) */
   uint16_t nused;        /* slots in use */
   uint32_t held_kb;      /* a large run's hpage on 4 KiB pages (tail4k TP_RUN_ALL_4K): KiB in
-                          * memory when its run was freed, what it counts against retain_mb */
+                          * memory when its run was freed (0: fresh); what it counts against
+                          * retain_mb, and what the next run on it did not write */
   tp_slotmask_t used_mask;  /* bit i: slot i carved */
   tp_slotmask_t fresh_mask;  /* bit i: slot i untouched since backing (reads as zero) */
   tp_slotmask_t side_mask;   /* bit i: slot i was last given back by a thread of side 1
@@ -531,6 +533,9 @@ int _tp_hpage_collapse(tp_hpage_t *h) TP_INTERNAL;
  * space past the cursor, which moves past them); 0 when no address space is left. `unbacked`:
  * none retained backed (a run on 4 KiB pages leaves the retained huge pages to the others). */
 uintptr_t _tp_heap_unused_run(size_t n, size_t align, int unbacked) TP_INTERNAL;
+/* Whether the heap still starts small (pool:auto, under start_kb with `adding` bytes more: its
+ * hpages on 4 KiB pages); heap lock. */
+int _tp_heap_starting(size_t adding) TP_INTERNAL;
 /* Takes hpages [a, a + n hpages) for a large run: backs the unbacked ones (`adding`: the bytes
  * the run adds, for the page source; `lazy`: on the pool, reserved at once and faulted in as
  * touched; `tail4k`: 1, the last on 4 KiB pages if not backed already; TP_RUN_ALL_4K, every

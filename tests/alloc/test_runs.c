@@ -540,25 +540,22 @@ static tp_slab_t *site_run(int kind, size_t n) {
   _tp_run_publish(s);
   return s;
 }
-static void all_asked(size_t from, int want, const char *what) {
-  cr_assert_gt(fake.backs, from, "%s: nothing backed", what);
-  for (size_t i = from; i < fake.backs && i < 64; i++)
-    cr_assert_eq(fake.wants[i], want, "%s: back %zu asked for source %d, not %d", what, i, fake.wants[i], want);
-}
-
 /* The site's next large run of n hpages: on 4 KiB pages or not as `on_4k` says, every hpage
- * backed from source `want`. */
-static tp_slab_t *next_large(size_t n, int on_4k, int want, const char *what) {
-  size_t b0 = fake.backs;
+ * from source `src`. */
+static tp_slab_t *next_large(size_t n, int on_4k, int src, const char *what) {
   tp_slab_t *s = site_run(TP_SLAB_LARGE, n);
   cr_assert_eq(s->on_4k != 0, on_4k, "%s: on 4 KiB pages %d, not %d", what, s->on_4k, on_4k);
-  all_asked(b0, want, what);
+  for (size_t i = 0; i < n; i++) {
+    int got = _tp_hpage_of((void *)(s->base + i * TP_HPAGE))->source;
+    cr_assert_eq(got, src, "%s: hpage %zu from source %d, not %d", what, i, got, src);
+  }
   return s;
 }
 
 Test(runs, a_sites_second_run_is_a_4k_sample_and_a_site_found_sparse_keeps_its_runs_on_4k_pages) {
   _tp_opt.pool = TP_POOL_AUTO;
   _tp_opt.start_bytes = 0;
+  _tp_opt.retain_bytes = (size_t)16 << 20; /* freed runs' hpages are retained */
   fake.source = -1;
   tp_slab_t *a = site_run(TP_SLAB_LARGE, 2);
   cr_assert_not(a->on_4k, "a site's first run is never a sample");
@@ -574,14 +571,29 @@ Test(runs, a_sites_second_run_is_a_4k_sample_and_a_site_found_sparse_keeps_its_r
   cr_assert_eq(_tp_hpage_of((void *)m->base)->source, TP_SRC_4K);
   tp_slab_t *big = site_run(TP_SLAB_LARGE, TP_SPARSE_MAX_HPAGES + 1);
   cr_assert_not(big->on_4k, "a run past TP_SPARSE_MAX_HPAGES went on 4 KiB pages");
-  /* Its next run freed written whole: dense, huge pages again. */
+  /* From now on every page reads written. Runs on retained hpages are measured one in 8 (the
+   * site's 8th run here: a, b, c, m and these four); read dense, the next run is a sample, on
+   * fresh pages, and that one written whole makes the site dense: huge pages again. */
   res.bytes = 0;
   _tp_run_release(c);
-  tp_slab_t *d = next_large(2, 0, TP_SRC_HUGETLB, "the next run of a site found dense");
+  _tp_run_release(m);
+  tp_slab_t *r[4];
+  for (int i = 0; i < 4; i++) r[i] = next_large(1, 1, TP_SRC_4K, "a run of a site found sparse");
+  for (int i = 0; i < 3; i++) _tp_run_release(r[i]);
+  size_t b0 = fake.backs;
+  tp_slab_t *again = next_large(1, 1, TP_SRC_4K, "the run after three estimated ones");
+  cr_assert_eq(fake.backs, b0, "a run of a site found sparse did not reuse a retained hpage");
+  _tp_run_release(again);
+  _tp_run_release(r[3]); /* the 8th run: measured, dense */
+  b0 = fake.backs;
+  tp_slab_t *sample = next_large(1, 1, TP_SRC_4K, "the run after one read dense");
+  cr_assert_eq(fake.backs, b0 + 1, "the sample is not on fresh pages");
+  _tp_run_release(sample);
+  tp_slab_t *d = next_large(2, 0, TP_SRC_HUGETLB, "the next run of a site whose sample was dense");
   tp_slab_t *md = site_run(TP_SLAB_MEDIUM, 8);
   cr_assert_eq(md->kind, TP_SLAB_MEDIUM);
   cr_assert_gt(_tp_heap_ctr.large_4k, 2, "large_runs_4k counts them");
-  for (tp_slab_t **r = (tp_slab_t *[]){a, m, big, d, md}, **e = r + 5; r < e; r++) _tp_run_release(*r);
+  for (tp_slab_t **x = (tp_slab_t *[]){a, big, d, md}, **e = x + 4; x < e; x++) _tp_run_release(*x);
   /* pool:hugetlbfs (or thp, 4k): asked for, never sampled. */
   _tp_opt.pool = TP_POOL_HUGETLBFS;
   for (int i = 0; i < 4; i++) {

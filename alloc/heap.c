@@ -459,13 +459,14 @@ static int evict_oldest_empty(void) {
 
 /* What a retained page counts for against retain_mb: a huge page whole, a large run's hpage
  * on 4 KiB pages what it held in memory when the run was freed (held_kb, runs.c: resident only
- * where its runs wrote), at least a sixteenth of a huge page. Counted whole, 100 buffers of 64 KiB-4 MiB written in their first
+ * where its runs wrote), at least an eighth of a huge page (a list of a few dozen at most,
+ * walked by decay and by _tp_hpage_get). Counted whole, 100 buffers of 64 KiB-4 MiB written in their first
  * tenth kept 8 of them under the default 16 MiB and faulted their pages in again at every
  * other buffer: 130 k page faults, 1.7 s against jemalloc's 96 k and 1.3 s. */
 static size_t retained_weight(void) { return (nempty_hp - nempty_4k) * TP_HPAGE + empty_4k_bytes; }
 static size_t held_bytes(const tp_hpage_t *h) {
   size_t b = (size_t)h->held_kb * 1024;
-  return b > TP_HPAGE / 16 ? b : TP_HPAGE / 16; /* at least a sixteenth: retained ones stay few */
+  return b > TP_HPAGE / 8 ? b : TP_HPAGE / 8; /* at least an eighth: retained ones stay few */
 }
 static size_t weight(const tp_hpage_t *h) { return h->tail4k == TP_RUN_ALL_4K ? held_bytes(h) : TP_HPAGE; }
 

@@ -252,16 +252,20 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   return p;
 }
 
+static inline size_t slab_usable(const tp_slab_t *s) {
+  /* A large block's usable size is its hpages (may exceed 32 bits: size 0), a medium block in
+   * an hpage of its own (its site's, on 4 KiB pages) its slots. */
+  return s->kind == TP_SLAB_LARGE && s->size == 0 ? (size_t)s->nhpages * TP_HPAGE : s->size;
+}
+
 /* A large run's record set up as one block of `size` bytes, published and counted. */
 static void *large_block(tp_tcache_t *tc, tp_slab_t *s, size_t size, int zero) {
-  size_t n = s->nhpages;
-  s->size = 0; /* usable size is nhpages * 2 MiB (may exceed 32 bits) */
   s->nobj = 1;
   s->live = (uint8_t *)s->data;
   __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
   _tp_run_publish(s);
-  count_alloc(tc, n * TP_HPAGE);
-  _tp_stats_out((ptrdiff_t)(n * TP_HPAGE));
+  count_alloc(tc, slab_usable(s));
+  _tp_stats_out((ptrdiff_t)slab_usable(s));
   if (zero && !s->zeroed) memset((void *)s->base, 0, size);
   return (void *)s->base;
 }
@@ -270,7 +274,10 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
   tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_MEDIUM, n, align, TP_BIG_META, 0, site);
   if (s == NULL) return enomem();
-  if (s->kind == TP_SLAB_LARGE) return large_block(tc, s, size, zero); /* its site fills its runs in part */
+  if (s->kind == TP_SLAB_LARGE) { /* its site fills its runs in part: an hpage of its own */
+    s->size = n * (uint32_t)TP_SLOT;
+    return large_block(tc, s, size, zero);
+  }
   s->size = n * (uint32_t)TP_SLOT;
   s->nobj = 1;
   s->live = (uint8_t *)s->data;
@@ -290,9 +297,6 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
   return large_block(tc, s, size, zero);
 }
 
-static inline size_t slab_usable(const tp_slab_t *s) {
-  return s->kind == TP_SLAB_LARGE ? (size_t)s->nhpages * TP_HPAGE : s->size;
-}
 
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) {
   tp_tcache_t *tc = _tp_tcache_get();

@@ -242,7 +242,8 @@ struct tp_slab_s {
   /* Small: group * TP_NCLASSES + cls, the entry of a thread's bin table (tp_tcache_t.bin_off)
    * that names the bin its blocks go to: the free hit's one load from the slab to the bin. */
   uint32_t bin_idx;
-  uint32_t size;         /* object size (small), usable bytes (medium / large) */
+  uint32_t size;         /* object size (small), usable bytes (medium; large: 0 for its hpages,
+                          * or a medium block's slots in an hpage of its own, runs.c) */
   uint32_t nobj;
   uint16_t cls;
   uint16_t group;        /* the group whose bins this slab belongs to */

@@ -572,3 +572,40 @@ Test(heap, a_unit_of_metadata_becomes_a_huge_page_once_half_of_it_is_used) {
   cr_assert_eq(_tp_meta_pages(&m), 0);
   cr_assert_eq(m.thp_bytes, 2 * TP_HPAGE, "the second unit, half used, is not a huge page (%zu KiB of huge pages)", m.thp_bytes >> 10);
 }
+
+/* A site that writes a few KiB of each of its 600 KiB blocks (runs.c; policy.c,
+ * _tp_policy_large_on_4k): past start_kb its second block is a sample on 4 KiB pages, and the
+ * ones after it, the site found sparse, are on 4 KiB pages too, each in an hpage of its own;
+ * their usable size is still their slots, and the stats count them so. */
+static TP_NOINLINE void *sparse_block(void) {
+  void *p = tp_malloc(600 << 10);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+Test(heap, a_site_that_writes_little_of_its_blocks_gets_them_on_4k_pages_at_their_own_size) {
+  TP_NEEDS_POOL_AUTO();
+  _tp_opt.start_bytes = 0; /* past start_kb from the first block */
+  enum { N = 8 };
+  void *p[N];
+  size_t runs0 = _tp_heap_ctr.large_4k, slots = (size_t)((600 << 10) + TP_SLOT - 1) / TP_SLOT * TP_SLOT;
+  tp_stats_t st0, st;
+  tp_stats_get(&st0);
+  for (int i = 0; i < N; i++) {
+    p[i] = sparse_block();
+    cr_assert_not_null(p[i]);
+    memset(p[i], 1, 4096);
+  }
+  tp_stats_get(&st);
+  cr_assert_eq(_tp_heap_ctr.large_4k - runs0, N - 1, "%zu of the site's %d blocks on 4 KiB pages, not all but its first",
+               _tp_heap_ctr.large_4k - runs0, N);
+  for (int i = 1; i < N; i++) {
+    cr_assert_eq(_tp_hpage_of(p[i])->source, TP_SRC_4K, "block %d not on 4 KiB pages", i);
+    cr_assert_eq((uintptr_t)p[i] % TP_HPAGE, 0, "block %d does not start its own hpage", i);
+    cr_assert_eq(tp_malloc_usable_size(p[i]), slots, "block %d: usable %zu, not its %zu bytes of slots", i,
+                 tp_malloc_usable_size(p[i]), slots);
+  }
+  cr_assert_eq(st.live_bytes - st0.live_bytes, N * slots, "live bytes grew by %zu for %d blocks of %zu",
+               st.live_bytes - st0.live_bytes, N, slots);
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+}

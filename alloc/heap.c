@@ -565,7 +565,7 @@ static tp_hpage_t *find_run(size_t n, size_t align, int unbacked) {
 
 uintptr_t _tp_heap_unused_run(size_t n, size_t align, int unbacked) {
   tp_hpage_t *h = NULL;
-  if (unbacked && n == 1) { /* one hpage on 4 KiB pages: a retained one, else a free one */
+  if (unbacked && n == 1 && align <= TP_HPAGE) { /* one hpage on 4 KiB pages: a retained one, else a free one */
     for (tp_hpage_t *e = empty_list; e && h == NULL; e = e->next)
       if (e->source == TP_SRC_4K) h = e;
     if (h == NULL) h = free_list;

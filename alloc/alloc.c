@@ -252,41 +252,27 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   return p;
 }
 
-static inline size_t slab_usable(const tp_slab_t *s) {
-  /* A large block's usable size is its hpages (may exceed 32 bits: size 0), a medium block in
-   * an hpage of its own (its site's, on 4 KiB pages) its slots. */
-  return s->kind == TP_SLAB_LARGE && s->size == 0 ? (size_t)s->nhpages * TP_HPAGE : s->size;
-}
-
-/* A large run's record set up as one block of `size` bytes, published and counted. */
-static void *large_block(tp_tcache_t *tc, tp_slab_t *s, size_t size, int zero) {
+/* A medium or large run's record set up as one block of `size` bytes (s->size: a medium run's
+ * usable bytes, 0 for a large one), published and counted. */
+static void *one_block(tp_tcache_t *tc, tp_slab_t *s, size_t size, int zero) {
   s->nobj = 1;
   s->live = (uint8_t *)s->data;
   __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
   _tp_run_publish(s);
-  count_alloc(tc, slab_usable(s));
-  _tp_stats_out((ptrdiff_t)slab_usable(s));
+  count_alloc(tc, _tp_run_usable(s));
+  _tp_stats_out((ptrdiff_t)_tp_run_usable(s));
   if (zero && !s->zeroed) memset((void *)s->base, 0, size);
   return (void *)s->base;
 }
 
+/* A medium block: its slots (on 4 KiB pages in an hpage of its own when its site fills its
+ * runs in part: runs.c, then a large run that keeps the slots as its usable size). */
 static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
   tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_MEDIUM, n, align, TP_BIG_META, 0, site);
   if (s == NULL) return enomem();
-  if (s->kind == TP_SLAB_LARGE) { /* its site fills its runs in part: an hpage of its own */
-    s->size = n * (uint32_t)TP_SLOT;
-    return large_block(tc, s, size, zero);
-  }
   s->size = n * (uint32_t)TP_SLOT;
-  s->nobj = 1;
-  s->live = (uint8_t *)s->data;
-  __atomic_store_n(&s->live[0], 1, __ATOMIC_RELAXED);
-  _tp_run_publish(s);
-  count_alloc(tc, s->size);
-  _tp_stats_out(s->size);
-  if (zero && !s->zeroed) memset((void *)s->base, 0, size);
-  return (void *)s->base;
+  return one_block(tc, s, size, zero);
 }
 
 static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
@@ -294,9 +280,8 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
   size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
   tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META, size - (n - 1) * TP_HPAGE, site);
   if (s == NULL) return enomem();
-  return large_block(tc, s, size, zero);
+  return one_block(tc, s, size, zero);
 }
-
 
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) {
   tp_tcache_t *tc = _tp_tcache_get();
@@ -340,7 +325,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   if ((uintptr_t)p != s->base) invalid_free(p, "points inside a block, not at its start");
   /* An exchange, not a load and a store: two racing frees must not both release the run. */
   if (!__atomic_exchange_n(&s->live[0], 0, __ATOMIC_ACQ_REL)) double_free(p);
-  size_t usable = slab_usable(s);
+  size_t usable = _tp_run_usable(s);
   count_free(_tp_tcache_get(), usable);
   _tp_stats_out(-(ptrdiff_t)usable);
   _tp_run_release(s);
@@ -530,7 +515,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
   if (slab_out) *slab_out = s;
   if (s->kind == TP_SLAB_ARENA) return _tp_arena_usable(s, p);
   if (s->kind != TP_SLAB_SMALL)
-    return (uintptr_t)p == s->base && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED) ? slab_usable(s) : 0;
+    return (uintptr_t)p == s->base && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED) ? _tp_run_usable(s) : 0;
   uintptr_t off = (uintptr_t)p - s->base;
   uint32_t idx = (uint32_t)_tp_obj_index(off, s->recip);
   if (!_tp_obj_start(off, s->recip) || idx >= s->nobj) return 0;
@@ -603,7 +588,7 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
         _tp_run_grow(s, (size + TP_SLOT - 1) >> TP_SLOT_SHIFT)) ||
        (s->kind == TP_SLAB_LARGE && size <= ((size_t)1 << 46) &&
         _tp_run_grow(s, (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT)))) {
-    size_t grown = slab_usable(s) - old;
+    size_t grown = _tp_run_usable(s) - old;
     tp_tcache_t *tc = _tp_tcache_get();
     tc->bytes_alloc += grown;
     tc->live_bytes += (ptrdiff_t)grown;

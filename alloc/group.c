@@ -335,7 +335,7 @@ static void gstat_page(tp_hpage_t *h, void *arg) {
     tp_slab_t *s = h->slot_slab[0];
     if (s && s->group == a->g->id && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED)) {
       a->st->objects++;
-      a->st->bytes += s->size ? s->size : (size_t)s->nhpages * TP_HPAGE; /* as alloc.c, slab_usable */
+      a->st->bytes += _tp_run_usable(s);
       a->st->huge_pages += s->nhpages;
     }
   }

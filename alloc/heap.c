@@ -552,9 +552,8 @@ static tp_hpage_t *find_run(size_t n, size_t align, int unbacked) {
     while (a + n * TP_HPAGE <= lim) {
       size_t i = 0;
       for (; i < n; i++) {
-        uint8_t st = _tp_hpage_of((void *)(a + i * TP_HPAGE))->state;
-        if (st != TP_HP_FREE && (st != TP_HP_EMPTY || (unbacked && _tp_hpage_of((void *)(a + i * TP_HPAGE))->source != TP_SRC_4K)))
-          break;
+        const tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+        if (x->state != TP_HP_FREE && (x->state != TP_HP_EMPTY || (unbacked && x->source != TP_SRC_4K))) break;
       }
       if (i == n) return _tp_hpage_of((void *)a);
       a = (a + (i + 1) * TP_HPAGE + align - 1) & ~(uintptr_t)(align - 1);

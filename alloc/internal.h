@@ -272,7 +272,8 @@ struct tp_slab_s {
   uint32_t nhpages;      /* large: run length in hpages */
   uint32_t tail_unused;  /* large: bytes of its last hpage the block did not ask for (start_kb) */
   uint32_t meta_size;    /* bytes of this record (released with it) */
-  uint8_t on_4k;         /* large: on 4 KiB pages because of its site (runs.c); measured when freed */
+  uint8_t on_4k;         /* large: on 4 KiB pages because of its site (runs.c): a sample, a run
+                          * measured when freed, or one not measured (0: not on them) */
   uint32_t held_kb;      /* large on 4 KiB pages: KiB its hpages held when it took them (retained) */
   uintptr_t site;        /* medium / large: the call site that asked for it (0: none known) */
   /* Protected by the lock of the lane it is in (`lane`): */
@@ -561,7 +562,8 @@ typedef struct tp_heap_counters_s {
   size_t reserved_bytes;
   size_t fork_unshared;   /* hugetlb pages a fork child moved to THP (the pool was short) */
   size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
-  size_t large_4k;        /* large runs put on 4 KiB pages because their site fills them in part */
+  size_t large_4k;        /* medium and large runs put on 4 KiB pages because their site fills
+                           * them in part (stats large_runs_4k) */
   size_t pages_by_node[8];
 } tp_heap_counters_t;
 extern tp_heap_counters_t _tp_heap_ctr TP_INTERNAL;
@@ -583,6 +585,11 @@ tp_slab_t *_tp_run_new_site(tp_group_t *g, int kind, size_t n, size_t align, siz
                             uintptr_t site) TP_INTERNAL;
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
+/* A medium or large block's usable bytes: a large one's hpages (may exceed 32 bits: size 0),
+ * else its slots (a medium block in an hpage of its own on 4 KiB pages keeps them). */
+static inline size_t _tp_run_usable(const tp_slab_t *s) {
+  return s->kind == TP_SLAB_LARGE && s->size == 0 ? (size_t)s->nhpages * TP_HPAGE : s->size;
+}
 /* malloc_trim (tp_trim): the retained empty hpages beyond `keep` bytes go back now, the
  * oldest first, 1 GiB pages aside; returns how many went back. */
 size_t _tp_heap_trim(size_t keep) TP_INTERNAL;
@@ -646,7 +653,8 @@ void _tp_atexit_report(void) TP_INTERNAL;
 void _tp_stats_keep_stderr(void) TP_INTERNAL;
 
 /* ---- the generic paths (alloc.c) ----------------------------------------------------- */
-/* `site`: the call site, for a large block (runs.c samples its sites' runs; 0: none known). */
+/* `site`: the call site, for a medium or large block (runs.c samples its sites' runs; 0: none
+ * known). */
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) TP_INTERNAL;
 void _tp_free_checked(void *p) TP_INTERNAL;
 /* realloc of p (not NULL) to size: in place while _tp_policy_realloc_keeps says so, else a new

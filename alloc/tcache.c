@@ -161,7 +161,13 @@ static tp_tgroup_t *tgroup_get(tp_tcache_t *tc, unsigned g) {
 
 tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) { return tgroup_get(tc, g)->fast; }
 
-tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned c) {
+int _tp_tcache_is_mixed(const tp_tcache_t *tc, uintptr_t ra, tp_tbin_t *const *bins) {
+  for (unsigned i = 0; i < TP_MIXED_SITES && tc->mixed[i] != NULL; i++)
+    if (tc->mixed[i]->ra == ra) return bins == tc->mixed[i]->fast;
+  return 0;
+}
+
+tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned base, unsigned g, unsigned c) {
   if (tc->dead) return empty_tgroup.fast;
   tp_mixed_t *m = NULL;
   for (unsigned i = 0; i < TP_MIXED_SITES && m == NULL; i++) {
@@ -175,6 +181,8 @@ tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned
     if (x->ra == ra || x->ra == 0) m = x;
   }
   if (m == NULL) return _tp_tgroup_fast(tc, g);
+  if (m->ra != ra && base != TP_MIXED_NO_BASE) /* a whole site's: its other classes stay on base */
+    memcpy(m->fast, _tp_tgroup_fast(tc, base), sizeof m->fast);
   m->ra = ra;
   /* An ordered group allocates past the bins: its sizes stay misses, like its own fast[]. */
   tp_tbin_t *b = c < TP_NCLASSES && !_tp_groups[g]->ordered ? _tp_tbin_get(tc, g, c) : NULL;

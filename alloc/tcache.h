@@ -185,9 +185,15 @@ static inline int _tp_tcache_started(const tp_tcache_t *tc) { return tc != &_tp_
 tp_tbin_t *_tp_tbin_get(tp_tcache_t *tc, unsigned g, unsigned c) TP_INTERNAL;
 /* The bins by size (`fast`) of group g in this thread, for the site cache. */
 tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) TP_INTERNAL;
-/* The mixed bins of split site ra in this thread, with class c's entries set to group g's bin;
- * group g's own bins when the thread has no room for another split site. */
-tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned g, unsigned c) TP_INTERNAL;
+/* The mixed bins of site ra in this thread, with class c's entries set to group g's bin;
+ * group g's own bins when the thread has no room for another mixed site. A split site's start
+ * empty (base TP_MIXED_NO_BASE); a whole site's, when it takes a class from another group than
+ * its own (a refill borrowed from the shared group: alloc.c, group_for), start as group base's
+ * bins, so that its other classes keep hitting there. */
+#define TP_MIXED_NO_BASE (~0u)
+tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned base, unsigned g, unsigned c) TP_INTERNAL;
+/* Whether bins are the mixed bins of site ra in this thread. */
+int _tp_tcache_is_mixed(const tp_tcache_t *tc, uintptr_t ra, tp_tbin_t *const *bins) TP_INTERNAL;
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) TP_INTERNAL;
 /* Bin b, full, doubles its room instead of flushing, when it overflows a second time with no
  * pop since the first and was popped from since its last refill (a batch allocated here and

@@ -542,8 +542,9 @@ Test(young, site_groups_share_a_huge_page_until_exclusive_kb_then_get_their_own)
  * in the shared group's slabs and were mostly freed are reused by a grown site group's next
  * allocations of that class before it carves slabs of its own; a class without such holes
  * gets the site's own slabs. */
-Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
-  TP_NEEDS_SITE_GROUPS();
+/* Holes of class 112 in the shared group's slabs (six slabs, three blocks in four freed) and
+ * site `site` grown into a group of its own, which it returns. */
+static unsigned shared_holes_and_a_grown_site(uintptr_t site) {
   enum { N = 6 * 585 }; /* six slabs of class 112 */
   static void *blk[N];
   for (int i = 0; i < N; i++) blk[i] = _tp_alloc(104, 0, TP_SHARED_GROUP, 0, 0);
@@ -553,10 +554,16 @@ Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
   unsigned c = _tp_class_of(104);
   tp_tbin_t *b = _tp_tc->groups[TP_SHARED_GROUP]->bins[c];
   _tp_tbin_flush(_tp_tc, TP_SHARED_GROUP, c, b, 0); /* the freed blocks back in their slabs */
-  uintptr_t site = 0x600000;
   unsigned g = TP_SHARED_GROUP;
   for (int k = 0; k < 64 && g == TP_SHARED_GROUP; k++) g = _tp_site_refill(site, 64 << 10);
   cr_assert_neq(g, TP_SHARED_GROUP, "the site did not grow up");
+  return g;
+}
+
+Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
+  TP_NEEDS_SITE_GROUPS();
+  uintptr_t site = 0x600000;
+  unsigned g = shared_holes_and_a_grown_site(site);
   int in_holes = 0, own = 0;
   for (int i = 0; i < 500; i++) {
     void *p = _tp_malloc_site(104, site);
@@ -566,6 +573,33 @@ Test(site, a_grown_site_fills_the_shared_groups_holes_before_carving_a_slab) {
   }
   cr_assert_geq(in_holes, 450, "only %d of 500 blocks of class 112 went into the shared group's holes", in_holes);
   cr_assert_geq(own, 450, "only %d of 500 blocks of class 224 came from the site's group %u", own, g);
+}
+
+/* A site whose class 112 borrows the shared group's holes while its class 224 comes from its
+ * own group: its site slot serves both, the one borrowed class from the shared group's bin and
+ * every other from its own group's (mixed bins, alloc.c group_for). Pointed at one group's bins
+ * whole, the slot swung at every call of the other class, each a miss (two threads handing
+ * batches of 8-128 B over missed on 786 k of 4 M mallocs). */
+Test(site, a_site_that_borrows_one_class_keeps_its_other_classes_on_its_own_bins) {
+  TP_NEEDS_SITE_GROUPS();
+  uintptr_t site = 0x640000;
+  unsigned g = shared_holes_and_a_grown_site(site);
+  unsigned c112 = _tp_class_of(104), c224 = _tp_class_of(200);
+  static void *p[400], *q[400];
+  for (int i = 0; i < 400; i++) {
+    p[i] = _tp_malloc_site(104, site);
+    q[i] = _tp_malloc_site(200, site);
+    if (i < 8) continue; /* the first calls of each class miss: bins created, refills */
+    tp_site_slot_t *st = &_tp_tc->site[TP_SITE_SLOT(site)];
+    cr_assert_eq(st->ra, site);
+    cr_assert_eq(st->bins[_tp_fast_index(104)], _tp_tc->groups[TP_SHARED_GROUP]->bins[c112],
+                 "call %d: the slot does not send class 112 to the shared group's bin", i);
+    cr_assert_eq(st->bins[_tp_fast_index(200)], _tp_tc->groups[g]->bins[c224],
+                 "call %d: the slot does not send class 224 to the site's group %u", i, g);
+  }
+  cr_assert_eq(slab_group(p[399]), TP_SHARED_GROUP);
+  cr_assert_eq(slab_group(q[399]), g);
+  for (int i = 0; i < 400; i++) tp_free(p[i]), tp_free(q[i]);
 }
 
 /* Idle groups' room (heap.c, borrow_idle_room; policy.c, _tp_policy_lend): once a site group

@@ -159,23 +159,23 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
  * once its refills show it keeps memory (group.c); a grown site group may join an idle one
  * (adopt). The site cache then points at the group's bins, so the next call hits. */
 static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
-  unsigned g, own;
+  unsigned g, base = TP_MIXED_NO_BASE; /* base: the site's own group when a refill borrows */
   uintptr_t key = ra;
   unsigned c = size <= TP_SMALL_MAX ? _tp_class_of(size ? size : 1) : TP_NCLASSES;
   if (tc->mode != TP_GROUP_SITE) {
-    g = own = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP; /* every slot: g */
+    g = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP; /* every slot: g */
   } else {
     int young = 0;
     /* Behind a wrapper the key is site + class: each class has its own group (group.c). */
     if (c < TP_NCLASSES) key = _tp_site_key(ra, c);
-    g = own = _tp_site_group(key, &young);
+    g = _tp_site_group(key, &young);
     const tp_tbin_t *hb = c < TP_NCLASSES ? tc->groups[g]->bins[c] : NULL;
     if (hb != NULL && _tp_tbin_count(hb) == 0) { /* about to refill */
       if (young) {
         if (_tp_policy_slow_refill_counts(hb->nalloc, _tp_classes[c].size, refill_want(c)))
           g = _tp_site_refill(key, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
                                        _tp_classes[c].size);
-      } else if ((g = own = adopt(tc, g, c)) != TP_SHARED_GROUP) {
+      } else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
         /* The own group's lane this thread fills from: the other lane's counters are the
          * other side's threads' to write (read here, they cost these refills a cache miss
          * each: 2 of 44 ns per malloc + free of two threads bursting at one site). */
@@ -183,7 +183,7 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
         const tp_lane_t *own = &_tp_groups[g]->lanes[tc->side][c];
         if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c), _tp_bin_total(sh, c, 0),
                                      _tp_bin_total(sh, c, 1), _tp_classes[c].nobj))
-          g = TP_SHARED_GROUP;
+          base = g, g = TP_SHARED_GROUP;
       }
     }
   }
@@ -201,8 +201,8 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
     tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
     if (key != ra)
       st->bins = _tp_tcache_mixed(tc, ra, TP_MIXED_NO_BASE, g, c);
-    else if (g != own || (st->ra == ra && _tp_tcache_is_mixed(tc, ra, st->bins)))
-      st->bins = _tp_tcache_mixed(tc, ra, own, g, c);
+    else if (base != TP_MIXED_NO_BASE || (st->ra == ra && _tp_tcache_is_mixed(tc, ra, st->bins)))
+      st->bins = _tp_tcache_mixed(tc, ra, base, g, c); /* already mixed: only class c changes */
     else
       st->bins = _tp_tgroup_fast(tc, g);
     st->ra = ra;

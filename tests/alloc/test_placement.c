@@ -602,6 +602,28 @@ Test(site, a_site_that_borrows_one_class_keeps_its_other_classes_on_its_own_bins
   for (int i = 0; i < 400; i++) tp_free(p[i]), tp_free(q[i]);
 }
 
+/* A young site that grows up on a refill (nothing borrowed) gets its new group's bins whole in
+ * its slot, not mixed bins: its other classes move with it, and the thread's 16 mixed records
+ * stay for split and borrowing sites. */
+Test(site, a_site_that_grows_up_points_its_slot_at_its_groups_bins_whole) {
+  TP_NEEDS_SITE_GROUPS();
+  uintptr_t site = 0x680000;
+  enum { N = 4000 };
+  static void *p[N];
+  int i = 0;
+  for (; i < N; i++) {
+    p[i] = _tp_malloc_site(48, site);
+    if (slab_group(p[i]) != TP_SHARED_GROUP) break;
+  }
+  cr_assert_lt(i, N, "the site did not grow up in %d blocks", N);
+  unsigned g = slab_group(p[i]);
+  tp_site_slot_t *st = &_tp_tc->site[TP_SITE_SLOT(site)];
+  cr_assert_eq(st->ra, site);
+  cr_assert_eq(st->bins, _tp_tc->groups[g]->fast, "the slot of a site grown into group %u is not that group's bins", g);
+  cr_assert_not(_tp_tcache_is_mixed(_tp_tc, site, st->bins));
+  for (int k = 0; k <= i; k++) tp_free(p[k]);
+}
+
 /* Idle groups' room (heap.c, borrow_idle_room; policy.c, _tp_policy_lend): once a site group
  * that got a huge page of its own stops filling, the shared group's next slabs go into that
  * page's free slots, up to 3/4 of it, before the heap takes a new page; never while the site

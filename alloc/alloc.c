@@ -158,7 +158,7 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
  * group:site a site starts young, on the shared group's slabs, and gets a group of its own
  * once its refills show it keeps memory (group.c); a grown site group may join an idle one
  * (adopt). The site cache then points at the group's bins, so the next call hits. */
-static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
+static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, int *route) {
   unsigned g, base = TP_MIXED_NO_BASE; /* base: the site's own group when a refill borrows */
   uintptr_t key = ra;
   unsigned c = size <= TP_SMALL_MAX ? _tp_class_of(size ? size : 1) : TP_NCLASSES;
@@ -185,6 +185,17 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size) {
                                      _tp_bin_total(sh, c, 1), _tp_classes[c].nobj))
           base = g, g = TP_SHARED_GROUP;
       }
+    }
+  }
+  /* A block of a few slots of a site that writes little of them: from the group on 4 KiB
+   * pages, its sample a medium run (policy.c, _tp_policy_slab_block_route). */
+  if (route != NULL) *route = TP_ROUTE_SLAB; /* NULL: an aligned block, never routed */
+  if (route != NULL && _tp_policy_slab_block_sampled(size) && (*route = _tp_run_site_route(ra, size)) == TP_ROUTE_4K) {
+    unsigned g4 = _tp_group_4k();
+    if (g4 != TP_SHARED_GROUP) {
+      if (size > TP_FAST_BIG) return g4; /* no bin by size: the slot stays as it is */
+      if (key == ra) base = base != TP_MIXED_NO_BASE ? base : g;
+      g = g4;
     }
   }
   /* The slot serves the site's next calls. A split site's slot points at the thread's mixed
@@ -539,7 +550,10 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
   if (TP_UNLIKELY(_tp_os_discover_wanted == 1)) _tp_os_numa_check(); /* no lock held */
   tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(size, 0, group_for(tc, ra, size), zero, ra);
+  int route;
+  unsigned g = group_for(tc, ra, size, &route);
+  if (route == TP_ROUTE_SAMPLE) return alloc_medium(tc, g, size, 0, zero, ra); /* measured on 4 KiB pages */
+  return _tp_alloc(size, 0, g, zero, ra);
 }
 
 /* The malloc hit: the site slot's bins (the static empty ones before the thread's first miss)
@@ -655,7 +669,7 @@ static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
     if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);
   }
   tp_tcache_t *tc = _tp_tcache_get();
-  return _tp_alloc(size, alignment, group_for(tc, ra, size), 0, ra);
+  return _tp_alloc(size, alignment, group_for(tc, ra, size, NULL), 0, ra);
 }
 
 void *tp_aligned_alloc(size_t alignment, size_t size) {
@@ -699,7 +713,7 @@ int tp_posix_memalign(void **out, size_t alignment, size_t size) {
 void *tp_valloc(size_t size) {
   tp_tcache_t *tc = _tp_tcache_get();
   uintptr_t ra = RA();
-  return _tp_alloc(size, TP_PAGE, group_for(tc, ra, size), 0, ra);
+  return _tp_alloc(size, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
 }
 
 void *tp_pvalloc(size_t size) {
@@ -707,7 +721,7 @@ void *tp_pvalloc(size_t size) {
   if (r < size) return enomem();
   tp_tcache_t *tc = _tp_tcache_get();
   uintptr_t ra = RA();
-  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, ra, size), 0, ra);
+  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
 }
 
 size_t tp_malloc_usable_size(const void *p) { return p ? _tp_usable_size(p, NULL) : 0; }

@@ -70,6 +70,7 @@ static tp_group_t *group_new(const char *name) {
     g->exclusive = 0;
     g->explicit_ = 0;
     g->ordered = 0;
+    g->on_4k = 0;
     g->arena_cur = NULL;
     g->young_hp = NULL;
     g->site = 0;
@@ -237,6 +238,28 @@ unsigned _tp_thread_group(void) {
       snprintf(g->name, sizeof g->name, "thread:%u", nthreads_groups);
       id = g->id;
       nthreads_groups++;
+    }
+  }
+  _tp_unlock(&groups_lock);
+  return id;
+}
+
+/* The group whose hpages stay on 4 KiB pages: the blocks of slab classes above one slot of
+ * sites that write little of them (policy.c, _tp_policy_slab_block_route), made at the first
+ * such site; TP_SHARED_GROUP when the group table is full. */
+static _Atomic unsigned group_4k;
+unsigned _tp_group_4k(void) {
+  unsigned id = atomic_load_explicit(&group_4k, memory_order_acquire);
+  if (id != 0) return id;
+  _tp_lock(&groups_lock);
+  id = atomic_load(&group_4k);
+  if (id == 0) {
+    tp_group_t *g = group_new("sparse buffers (4 KiB pages)");
+    if (g) {
+      g->exclusive = 1;
+      g->on_4k = 1;
+      id = g->id;
+      atomic_store_explicit(&group_4k, id, memory_order_release);
     }
   }
   _tp_unlock(&groups_lock);

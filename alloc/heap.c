@@ -399,9 +399,12 @@ tp_hpage_t *_tp_hpage_get(int small) {
     /* This node's first, a large run's 4 KiB pages last (they are given back for a huge one). */
     int node = _tp_os_hooks.current_node() & 7, best = -1;
     for (tp_hpage_t *e = empty_list; e && best < 2; e = e->next) {
+      if (small == TP_HPAGE_4K_ONLY && (e->source != TP_SRC_4K || e->tail4k == TP_RUN_ALL_4K)) continue;
       int score = (e->tail4k != TP_RUN_ALL_4K) + (e->node == node && e->tail4k != TP_RUN_ALL_4K);
       if (score > best) best = score, h = e;
     }
+  }
+  if (h != NULL) {
     take_off_list(h);
     if (h->tail4k != TP_RUN_ALL_4K) return h;
     decommit(h); /* a large run's 4 KiB pages: a fresh huge page for the slabs */
@@ -415,7 +418,7 @@ tp_hpage_t *_tp_hpage_get(int small) {
     h = _tp_hpage_of((void *)cursor);
     cursor += TP_HPAGE;
   }
-  if (back(h, TP_SLOT, small) != 0) {
+  if (back(h, TP_SLOT, small != 0) != 0) {
     put_on_list(h, TP_LIST_FREE);
     return NULL;
   }

@@ -160,6 +160,10 @@ int _tp_policy_large_tail_4k(size_t last_bytes, int pool_auto) TP_INTERNAL;
 enum { TP_LARGE_UNKNOWN = 0, TP_LARGE_DENSE, TP_LARGE_SPARSE }; /* a site's large runs, as sampled */
 int _tp_policy_large_on_4k(size_t nhpages, uint32_t site_runs, int verdict, int pool_auto) TP_INTERNAL;
 int _tp_policy_large_sparse(size_t touched, size_t hpages_touched, size_t asked) TP_INTERNAL;
+/* Where a site's block of a slab class above one slot comes from (policy.c). */
+enum { TP_ROUTE_SLAB = 0, TP_ROUTE_SAMPLE, TP_ROUTE_4K };
+int _tp_policy_slab_block_sampled(size_t size) TP_INTERNAL;
+int _tp_policy_slab_block_route(uint32_t next, int verdict) TP_INTERNAL;
 int _tp_policy_grow_lazily(size_t have, size_t adding) TP_INTERNAL;
 #define TP_ONEOFF_LARGE_BYTES ((size_t)8 << 20)
 int _tp_policy_give_back_large_run(size_t run_bytes, int cycling) TP_INTERNAL;
@@ -172,7 +176,8 @@ int _tp_policy_meta_huge(size_t used, int first, size_t total) TP_INTERNAL; /* m
 int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added, int shared) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
-int _tp_policy_release_empty_slab(size_t lane_empty, size_t slab_bytes, uint32_t nobj, int hot) TP_INTERNAL;
+#define TP_KEEP_EMPTY_4K_BYTES ((size_t)64 << 20) /* a lane of the group on 4 KiB pages */
+int _tp_policy_release_empty_slab(size_t lane_empty, size_t slab_bytes, uint32_t nobj, int hot, int on_4k) TP_INTERNAL;
 #define TP_KEEP_EMPTY_BYTES ((size_t)128 << 10) /* empty slabs a lane keeps (policy.c) */
 uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint32_t cap) TP_INTERNAL;
 #define TP_SLOW_START_POPS 64 /* a bin's first blocks come TP_SLOW_START_BATCH a refill */
@@ -418,6 +423,7 @@ struct tp_group_s {
   uint16_t id;
   uint8_t explicit_;     /* created with tp_group_create */
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
+  uint8_t on_4k;         /* its hpages are on 4 KiB pages, never collapsed (_tp_group_4k) */
   uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
   _Atomic uint8_t idle;  /* group:thread: its thread has exited and no new one took it yet */
   /* Bit i: lane i has filled. A lane never used is never read (its lines stay cold and, in a
@@ -485,6 +491,8 @@ unsigned _tp_groups_end(void) TP_INTERNAL;
 /* The group of allocation site `site`; *young is set while the site allocates from the shared
  * group because it has not yet shown that it keeps memory. */
 unsigned _tp_site_group(uintptr_t site, int *young) TP_INTERNAL;
+/* The group whose hpages stay on 4 KiB pages (made on first use; TP_SHARED_GROUP if none can be). */
+unsigned _tp_group_4k(void) TP_INTERNAL;
 /* A young site is about to refill a cache of the shared group with `bytes`: counts its demand,
  * and returns the group it allocates from now (its own, once it has earned one). */
 unsigned _tp_site_refill(uintptr_t site, size_t bytes) TP_INTERNAL;
@@ -525,6 +533,8 @@ extern size_t _tp_heap_used_bytes TP_INTERNAL; /* slot runs and large runs carve
 /* One backed, empty hpage (a retained one first, then address space); `small`: a new one on
  * 4 KiB pages. NULL when even 4 KiB pages fail. */
 tp_hpage_t *_tp_hpage_get(int small) TP_INTERNAL;
+/* The same, on 4 KiB pages whatever it is: a retained one on 4 KiB pages, else a new one. */
+#define TP_HPAGE_4K_ONLY 2
 /* An hpage with nothing left on it: retained, or given back beyond `budget` bytes of retained
  * empty pages (the oldest go first); _tp_hpage_give_back gives it back whatever the budget. */
 void _tp_hpage_empty(tp_hpage_t *h, size_t budget) TP_INTERNAL;
@@ -583,6 +593,10 @@ tp_slab_t *_tp_run_new(tp_group_t *g, int kind, size_t n, size_t align, size_t m
  * TP_SLAB_LARGE, `last` its slots' bytes), which the caller sets up as a large block. */
 tp_slab_t *_tp_run_new_site(tp_group_t *g, int kind, size_t n, size_t align, size_t meta_size, size_t last,
                             uintptr_t site) TP_INTERNAL;
+/* Where the next block of a slab class that _tp_policy_slab_block_sampled names, asked for by
+ * `site`, comes from (TP_ROUTE_*); counts the site's blocks (a sample, a run, counts itself in
+ * _tp_run_new_site). TP_ROUTE_SLAB while the heap starts small, and outside pool:auto. */
+int _tp_run_site_route(uintptr_t site, size_t size) TP_INTERNAL;
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
 /* A medium or large block's usable bytes: a large one's hpages (may exceed 32 bits: size 0),

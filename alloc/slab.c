@@ -344,7 +344,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
      * large objects per slab, so that empty slabs do not pin huge pages. pick_partial gives a
      * thread its fullest slab first, so the empty ones are the last it fills from. */
     if (s->navail == s->nobj) {
-      if (_tp_policy_release_empty_slab(l->nempty, (size_t)s->nslots * TP_SLOT, s->nobj, bin_hot(g, c))) {
+      if (_tp_policy_release_empty_slab(l->nempty, (size_t)s->nslots * TP_SLOT, s->nobj, bin_hot(g, c), g->on_4k)) {
         if (s->in_partial) partial_unlink(l, s);
         lane_add(l, -1, 0);
         navail -= s->nobj;

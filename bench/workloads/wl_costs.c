@@ -52,6 +52,10 @@
  *                 buffers), frees a random one and allocates another, written the same way.
  *                 Memory is what a buffer used in part costs: the pages written, or every huge
  *                 page touched. ns per free+malloc+writes.
+ * --mode buffers the same with buffers of 33-256 KiB (more than 32 KiB, the largest a slab
+ *                 class holds: between a slot and a medium run), --keep of them live: the
+ *                 allocator's path for the largest slab classes when the program writes a part of
+ *                 each block.
  * --mode startup  runs --prog (argv words split on ',', '_' for a space) --ops times, one after another,
  *                 each with this process's environment (so the allocator preloaded here is
  *                 preloaded there): ns per run. Memory: the program's own VmHWM + HugetlbPages,
@@ -235,9 +239,11 @@ static double run_medium(void) {
   return ns;
 }
 
-/* --mode partial: a buffer of 64 KiB-4 MiB written in its first tenth. */
+/* --mode partial: a buffer of 64 KiB-4 MiB written in its first tenth; --mode buffers: of
+ * 33-256 KiB. */
+static size_t part_min = 64 << 10, part_max = 4 << 20;
 static char *partial_buffer(uint64_t *s, unsigned long i) {
-  size_t n = wl_rand_range(s, 64 << 10, 4 << 20);
+  size_t n = wl_rand_range(s, part_min, part_max);
   char *p = malloc(n);
   if (!p) wl_die("out of memory at buffer %lu", i);
   memset(p, (int)(i & 0x7f) + 1, n / 10);
@@ -473,7 +479,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -501,8 +507,12 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "handover")) ns = run_two(handover), name = "handover-mt", op = "free+malloc+write";
   else if (!strcmp(mode, "medium")) ns = run_medium(), name = "medium", op = "free+malloc";
   else if (!strcmp(mode, "partial")) ns = run_partial(), name = "partial", op = "free+malloc+write_a_tenth";
+  else if (!strcmp(mode, "buffers")) {
+    part_min = 33 << 10, part_max = 256 << 10;
+    ns = run_partial(), name = "buffers", op = "free+malloc+write_a_tenth";
+  }
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

@@ -609,3 +609,76 @@ Test(heap, a_site_that_writes_little_of_its_blocks_gets_them_on_4k_pages_at_thei
                st.live_bytes - st0.live_bytes, N, slots);
   for (int i = 0; i < N; i++) tp_free(p[i]);
 }
+
+/* A site that writes a few KiB of each of its blocks of a few slots (policy.c,
+ * _tp_policy_slab_block_route): past start_kb its second block is a sample, a medium run on 4 KiB
+ * pages; once it reads sparse, its blocks come from the slabs of the group on 4 KiB pages, at
+ * their class's size. A site that writes its blocks whole keeps them in its own group's slabs
+ * after the sample. 48 KiB goes through the thread cache's bins, 128 KiB past them. */
+static TP_NOINLINE void *buf_48k_sparse(void) {
+  void *p = tp_malloc(48 << 10);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+static TP_NOINLINE void *buf_128k_sparse(void) {
+  void *p = tp_malloc(128 << 10);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+static TP_NOINLINE void *buf_128k_dense(void) {
+  void *p = tp_malloc(128 << 10);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+enum { SPARSE_N = 24 };
+static void check_site(void *(*site)(void), size_t size, size_t written, int sparse) {
+  void *p[SPARSE_N];
+  for (int i = 0; i < SPARSE_N; i++) {
+    p[i] = site();
+    cr_assert_not_null(p[i]);
+    memset(p[i], 1, written);
+  }
+  unsigned g4 = _tp_group_4k();
+  size_t cls = _tp_classes[_tp_class_of(size)].size;
+  for (int i = 0; i < SPARSE_N; i++) {
+    tp_hpage_t *h = _tp_hpage_of(p[i]);
+    tp_slab_t *s = h->slot_slab[((uintptr_t)p[i] >> TP_SLOT_SHIFT) & (TP_SLOTS - 1)];
+    if (i == 0) {
+      cr_assert(s->kind == TP_SLAB_SMALL && s->group != g4, "%zu KiB block 0: not from its own group's slabs", size >> 10);
+    } else if (i == 1) {
+      cr_assert(s->kind != TP_SLAB_SMALL && h->source == TP_SRC_4K, "%zu KiB block 1 is not a sample on 4 KiB pages",
+                size >> 10);
+    } else if (i >= 3 && sparse) {
+      cr_assert(s->kind == TP_SLAB_SMALL && s->group == g4, "%zu KiB block %d not from the group on 4 KiB pages (group %u)",
+                size >> 10, i, (unsigned)s->group);
+      cr_assert_eq(h->source, TP_SRC_4K, "%zu KiB block %d: its hpage is not on 4 KiB pages", size >> 10, i);
+      cr_assert_eq(tp_malloc_usable_size(p[i]), cls, "block %d: usable %zu, not its class's %zu", i,
+                   tp_malloc_usable_size(p[i]), cls);
+    } else if (i >= 3) {
+      cr_assert(s->kind == TP_SLAB_SMALL && s->group != g4, "%zu KiB block %d written whole: not in its own group's slabs",
+                size >> 10, i);
+    }
+  }
+  if (sparse) { /* in memory: the pages written, not the blocks (hpages counted once each) */
+    size_t resident = 0;
+    for (int i = 3; i < SPARSE_N; i++) {
+      int seen = 0;
+      for (int j = 3; j < i; j++) seen |= _tp_hpage_of(p[j]) == _tp_hpage_of(p[i]);
+      if (!seen) resident += _tp_os_hooks.resident((void *)_tp_hpage_of(p[i])->addr, TP_HPAGE);
+    }
+    size_t most = (SPARSE_N - 3) * (written + 8192);
+    cr_assert_leq(resident, most, "%zu KiB blocks written %zu KiB each: %zu KiB of their hpages in memory, over %zu",
+                  size >> 10, written >> 10, resident >> 10, most >> 10);
+  }
+  for (int i = 0; i < SPARSE_N; i++) tp_free(p[i]);
+}
+
+Test(heap, a_site_that_writes_little_of_its_blocks_of_a_few_slots_gets_them_on_4k_pages_at_their_class_size) {
+  TP_NEEDS_POOL_AUTO();
+  _tp_opt.start_bytes = 0;
+  check_site(buf_48k_sparse, 48 << 10, 4096, 1);
+  check_site(buf_128k_sparse, 128 << 10, 8192, 1);
+  check_site(buf_128k_dense, 128 << 10, 128 << 10, 0);
+}
+

@@ -52,13 +52,19 @@ Test(policy, one_size_class_of_a_wrapper_site_waits_for_16_times_exclusive_kb) {
 Test(policy, a_hot_lane_keeps_empty_slabs_of_many_objects_up_to_keep_empty_bytes) {
   size_t slot = TP_SLOT, keep = TP_KEEP_EMPTY_BYTES / TP_SLOT;
   cr_assert_geq(keep, 2, "the bound keeps more than one slab of one slot");
-  cr_assert_not(_tp_policy_release_empty_slab(0, slot, 4096, 1), "the first empty slab of a hot lane is kept");
-  cr_assert_not(_tp_policy_release_empty_slab(keep - 1, slot, 4096, 1), "up to the bound");
-  cr_assert(_tp_policy_release_empty_slab(keep, slot, 4096, 1), "past the bound it goes back");
-  cr_assert_not(_tp_policy_release_empty_slab(0, 2 * TP_KEEP_EMPTY_BYTES, 4096, 1), "one is kept whatever its size");
-  cr_assert(_tp_policy_release_empty_slab(1, 2 * TP_KEEP_EMPTY_BYTES, 4096, 1), "but only one of that size");
-  cr_assert(_tp_policy_release_empty_slab(0, slot, 4, 1), "a few large objects per slab: not kept");
-  cr_assert(_tp_policy_release_empty_slab(0, slot, 4096, 0), "an idle bin keeps none");
+  cr_assert_not(_tp_policy_release_empty_slab(0, slot, 4096, 1, 0), "the first empty slab of a hot lane is kept");
+  cr_assert_not(_tp_policy_release_empty_slab(keep - 1, slot, 4096, 1, 0), "up to the bound");
+  cr_assert(_tp_policy_release_empty_slab(keep, slot, 4096, 1, 0), "past the bound it goes back");
+  cr_assert_not(_tp_policy_release_empty_slab(0, 2 * TP_KEEP_EMPTY_BYTES, 4096, 1, 0), "one is kept whatever its size");
+  cr_assert(_tp_policy_release_empty_slab(1, 2 * TP_KEEP_EMPTY_BYTES, 4096, 1, 0), "but only one of that size");
+  cr_assert(_tp_policy_release_empty_slab(0, slot, 4, 1, 0), "a few large objects per slab: not kept");
+  cr_assert(_tp_policy_release_empty_slab(0, slot, 4096, 0, 0), "an idle bin keeps none");
+  /* The group on 4 KiB pages keeps a hot lane's empty slabs of a few large blocks too (their
+   * pages stay resident either way), up to TP_KEEP_EMPTY_4K_BYTES. */
+  cr_assert_not(_tp_policy_release_empty_slab(0, 4 * slot, 1, 1, 1), "one block a slab, on 4 KiB pages: kept");
+  cr_assert_not(_tp_policy_release_empty_slab(TP_KEEP_EMPTY_4K_BYTES / (4 * slot) - 1, 4 * slot, 1, 1, 1));
+  cr_assert(_tp_policy_release_empty_slab(TP_KEEP_EMPTY_4K_BYTES / (4 * slot), 4 * slot, 1, 1, 1), "past the bound");
+  cr_assert(_tp_policy_release_empty_slab(0, 4 * slot, 1, 0, 1), "an idle bin keeps none");
   cr_assert(_tp_policy_bin_hot(0, 100, 100 - TP_IDLE_REFILLS, 0));
   cr_assert_not(_tp_policy_bin_hot(0, 100, 100 - TP_IDLE_REFILLS - 1, 0), "not refilled for too long");
   cr_assert_not(_tp_policy_bin_hot(1, 100, 100, 0), "its thread exited");
@@ -294,6 +300,26 @@ Test(policy, a_sites_second_medium_or_large_run_is_sampled_on_4k_pages_and_a_spa
   cr_assert(_tp_policy_large_on_4k(TP_SPARSE_MAX_HPAGES, 1, TP_LARGE_SPARSE, 1));
   cr_assert_not(_tp_policy_large_on_4k(TP_SPARSE_MAX_HPAGES + 1, 2, TP_LARGE_SPARSE, 1));
   cr_assert_not(_tp_policy_large_on_4k(2, 2, TP_LARGE_SPARSE, 0), "only under pool:auto");
+}
+
+/* Blocks of more than a slot up to the largest slab class are sampled like medium runs; a site
+ * found sparse takes them from the group on 4 KiB pages, and is sampled again at its 256th,
+ * 512th ... block. */
+Test(policy, a_sites_blocks_of_a_few_slots_are_sampled_and_a_sparse_sites_come_from_4k_pages) {
+  cr_assert_not(_tp_policy_slab_block_sampled(TP_SLOT), "a slot or less: never");
+  cr_assert(_tp_policy_slab_block_sampled(TP_SLOT + 1));
+  cr_assert(_tp_policy_slab_block_sampled(TP_SMALL_MAX));
+  cr_assert_not(_tp_policy_slab_block_sampled(TP_SMALL_MAX + 1), "a medium run: sampled as one");
+  cr_assert_eq(_tp_policy_slab_block_route(1, TP_LARGE_UNKNOWN), TP_ROUTE_SLAB, "the first block: slabs");
+  cr_assert_eq(_tp_policy_slab_block_route(2, TP_LARGE_UNKNOWN), TP_ROUTE_SAMPLE, "the second: a sample");
+  cr_assert_eq(_tp_policy_slab_block_route(3, TP_LARGE_UNKNOWN), TP_ROUTE_SLAB, "not measured yet: slabs");
+  cr_assert_eq(_tp_policy_slab_block_route(3, TP_LARGE_DENSE), TP_ROUTE_SLAB);
+  cr_assert_eq(_tp_policy_slab_block_route(256, TP_LARGE_DENSE), TP_ROUTE_SAMPLE);
+  cr_assert_eq(_tp_policy_slab_block_route(3, TP_LARGE_SPARSE), TP_ROUTE_4K);
+  cr_assert_eq(_tp_policy_slab_block_route(255, TP_LARGE_SPARSE), TP_ROUTE_4K);
+  cr_assert_eq(_tp_policy_slab_block_route(256, TP_LARGE_SPARSE), TP_ROUTE_SAMPLE, "a sparse site seen again");
+  cr_assert_eq(_tp_policy_slab_block_route(257, TP_LARGE_SPARSE), TP_ROUTE_4K);
+  cr_assert_eq(_tp_policy_slab_block_route(1024, TP_LARGE_SPARSE), TP_ROUTE_SAMPLE);
 }
 
 Test(policy, a_run_is_sparse_when_huge_pages_would_hold_4_times_what_it_wrote) {

@@ -134,9 +134,10 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
     tp_tbin_t *hb = tc->groups[h]->bins[c];
     uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
     /* Not itself: its own counters, which every thread refilling here writes, are not read. */
-    int donor = hg != NULL && h != g && _tp_policy_adopt_donor(hg->site != 0, atomic_load(&hg->alias) != 0,
-                                                     _tp_tbin_count(hb), _tp_classes[c].tcache_cap, atomic_load(&hg->slab_bytes),
-                                                     _tp_opt.exclusive_bytes, now - atomic_load(&hg->last_refill));
+    int donor = hg != NULL && h != g &&
+                _tp_policy_adopt_donor(hg->site != 0, atomic_load(&hg->alias) != 0, _tp_tbin_count(hb), _tp_classes[c].tcache_cap,
+                                       _tp_bin_total(hg, c, 0) * _tp_classes[c].size, atomic_load(&hg->slab_bytes),
+                                       _tp_opt.exclusive_bytes, now - atomic_load(&hg->last_refill));
     if (!donor) {
       /* Written only when it changes: the line holds gen and idle, which every free of this
        * group's blocks by another thread reads. */

@@ -185,8 +185,10 @@ uint32_t _tp_policy_tbin_limit(int mode, unsigned g, unsigned thread_group, uint
 #define TP_SLOW_START_BYTES 8192 /* and at most this many bytes of a kilobyte class */
 int _tp_policy_slow_start(uint64_t bin_pops, uint32_t size, unsigned *want) TP_INTERNAL;
 int _tp_policy_slow_refill_counts(uint64_t bin_pops, uint32_t size, unsigned batch) TP_INTERNAL;
+#define TP_ADOPT_FREE_BYTES (TP_HPAGE / 2) /* a donor's free blocks of the class, in its slabs */
 int _tp_policy_adopt_donor(int is_other_site_group, int donor_aliased, unsigned cached, unsigned cap,
-                           size_t donor_slab_bytes, size_t exclusive_bytes, uint64_t since_donor_refill) TP_INTERNAL;
+                           size_t donor_free_bytes, size_t donor_slab_bytes, size_t exclusive_bytes,
+                           uint64_t since_donor_refill) TP_INTERNAL;
 
 /* ---- locks --------------------------------------------------------------------------- */
 typedef pthread_mutex_t tp_lock_t;

@@ -739,3 +739,44 @@ Test(site, an_exclusive_group_fills_other_groups_holes_before_taking_a_new_page)
   for (int i = 0; i < NB; i++)
     if (!(((uintptr_t)big[i] >> TP_SLOT_SHIFT) & 1)) tp_free(big[i]);
 }
+
+/* Site adoption (alloc.c, adopt; policy.c, _tp_policy_adopt_donor): a grown site that keeps
+ * refilling while an idle site group holds the blocks this thread freed, back in its slabs,
+ * joins that group and reuses them. Half of 40 000 blocks of 2000 B freed at one site and as
+ * many allocated at another: the heap must not grow by their 40 MB (it did whenever the idle
+ * group's cache of them had been trimmed, and adoption looked only there). */
+static TP_NOINLINE void *adopt_site_a(void) {
+  void *p = tp_malloc(2000);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+static TP_NOINLINE void *adopt_site_b(void) {
+  void *p = tp_malloc(1999); /* the same class; not 2000, or the two functions are folded into one */
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+Test(site, a_growing_site_reuses_the_blocks_an_idle_site_group_got_back_in_its_slabs) {
+  TP_NEEDS_SITE_GROUPS();
+  enum { N = 40000 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) {
+    p[i] = adopt_site_a();
+    cr_assert_not_null(p[i]);
+    memset(p[i], 1, 2000);
+  }
+  for (int i = 1; i < N; i += 2) tp_free(p[i]);
+  _tp_tcache_flush_all(_tp_tc); /* the thread's cache of them trimmed: all back in their slabs */
+  tp_stats_t before, after;
+  tp_stats_get(&before);
+  for (int i = 1; i < N; i += 2) {
+    p[i] = adopt_site_b();
+    cr_assert_not_null(p[i]);
+    memset(p[i], 2, 2000);
+  }
+  tp_stats_get(&after);
+  size_t grew = after.mapped_bytes > before.mapped_bytes ? after.mapped_bytes - before.mapped_bytes : 0;
+  cr_assert_leq(grew, (size_t)8 << 20, "the heap grew by %zu MiB for %d blocks the other site had freed",
+                grew >> 20, N / 2);
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+}

@@ -78,14 +78,16 @@ Test(policy, under_group_thread_another_threads_group_is_not_cached) {
 }
 
 Test(policy, adoption_needs_all_of_its_evidence) {
-  size_t ex = 256 << 10;
-  cr_assert(_tp_policy_adopt_donor(1, 0, 32, 64, ex, ex, TP_IDLE_REFILLS + 1));
-  cr_assert_not(_tp_policy_adopt_donor(0, 0, 32, 64, ex, ex, TP_IDLE_REFILLS + 1), "not another site group");
-  cr_assert_not(_tp_policy_adopt_donor(1, 1, 32, 64, ex, ex, TP_IDLE_REFILLS + 1), "donor already joined one");
-  cr_assert_not(_tp_policy_adopt_donor(1, 0, 31, 64, ex, ex, TP_IDLE_REFILLS + 1), "under half the cache");
-  cr_assert_not(_tp_policy_adopt_donor(1, 0, 32, 64, ex - 1, ex, TP_IDLE_REFILLS + 1), "donor holds little");
-  cr_assert_not(_tp_policy_adopt_donor(1, 0, 32, 64, ex, ex, TP_IDLE_REFILLS), "donor still allocating");
-  cr_assert_not(_tp_policy_adopt_donor(1, 0, 0, 0, ex, ex, TP_IDLE_REFILLS + 1), "class not cached");
+  size_t ex = 256 << 10, few = TP_ADOPT_FREE_BYTES - 1;
+  cr_assert(_tp_policy_adopt_donor(1, 0, 32, 64, few, ex, ex, TP_IDLE_REFILLS + 1));
+  cr_assert_not(_tp_policy_adopt_donor(0, 0, 32, 64, few, ex, ex, TP_IDLE_REFILLS + 1), "not another site group");
+  cr_assert_not(_tp_policy_adopt_donor(1, 1, 32, 64, few, ex, ex, TP_IDLE_REFILLS + 1), "donor already joined one");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 31, 64, few, ex, ex, TP_IDLE_REFILLS + 1), "under half the cache");
+  cr_assert(_tp_policy_adopt_donor(1, 0, 0, 64, TP_ADOPT_FREE_BYTES, ex, ex, TP_IDLE_REFILLS + 1),
+            "the donor's freed blocks back in its slabs");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 32, 64, few, ex - 1, ex, TP_IDLE_REFILLS + 1), "donor holds little");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 32, 64, TP_ADOPT_FREE_BYTES, ex, ex, TP_IDLE_REFILLS), "donor still allocating");
+  cr_assert_not(_tp_policy_adopt_donor(1, 0, 0, 0, TP_ADOPT_FREE_BYTES, ex, ex, TP_IDLE_REFILLS + 1), "class not cached");
 }
 
 Test(policy, realloc_keeps_a_small_block_only_within_its_size_class) {

@@ -133,11 +133,17 @@ static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
     tp_group_t *hg = _tp_groups[h];
     tp_tbin_t *hb = tc->groups[h]->bins[c];
     uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+    int donor = 0;
     /* Not itself: its own counters, which every thread refilling here writes, are not read. */
-    int donor = hg != NULL && h != g &&
-                _tp_policy_adopt_donor(hg->site != 0, atomic_load(&hg->alias) != 0, _tp_tbin_count(hb), _tp_classes[c].tcache_cap,
-                                       _tp_bin_total(hg, c, 0) * _tp_classes[c].size, atomic_load(&hg->slab_bytes),
-                                       _tp_opt.exclusive_bytes, now - atomic_load(&hg->last_refill));
+    if (hg != NULL && h != g) {
+      unsigned cached = _tp_tbin_count(hb), cap = _tp_classes[c].tcache_cap;
+      uint64_t since = now - atomic_load(&hg->last_refill);
+      /* Its lanes' counts (lines its refills write) only where they can decide: an idle donor
+       * whose blocks are not in this thread's cache. */
+      size_t free_bytes = since > TP_IDLE_REFILLS && cached < cap / 2 ? _tp_bin_total(hg, c, 0) * _tp_classes[c].size : 0;
+      donor = _tp_policy_adopt_donor(hg->site != 0, atomic_load(&hg->alias) != 0, cached, cap, free_bytes,
+                                     atomic_load(&hg->slab_bytes), _tp_opt.exclusive_bytes, since);
+    }
     if (!donor) {
       /* Written only when it changes: the line holds gen and idle, which every free of this
        * group's blocks by another thread reads. */
@@ -190,9 +196,9 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, int *route
   }
   /* A block of a few slots of a site that writes little of them: from the group on 4 KiB
    * pages, its sample a medium run (policy.c, _tp_policy_slab_block_route). */
-  if (route != NULL) *route = TP_ROUTE_SLAB; /* NULL: an aligned block, never routed */
-  if (route != NULL && _tp_policy_slab_block_sampled(size) && (*route = _tp_run_site_route(ra, size)) == TP_ROUTE_4K) {
-    unsigned g4 = _tp_group_4k();
+  if (route != NULL) { /* NULL: an aligned block, never routed */
+    *route = _tp_policy_slab_block_sampled(size) ? _tp_run_site_route(ra, size) : TP_ROUTE_SLAB;
+    unsigned g4 = *route == TP_ROUTE_4K ? _tp_group_4k() : TP_SHARED_GROUP;
     if (g4 != TP_SHARED_GROUP) {
       if (size > TP_FAST_BIG) return g4; /* no bin by size: the slot stays as it is */
       if (key == ra) base = base != TP_MIXED_NO_BASE ? base : g;

@@ -295,14 +295,20 @@ static void map_slots(tp_slab_t *s, unsigned from, unsigned to) {
 
 const uint8_t _tp_no_live[1];
 
+/* The site's sample still live, looked at again (heap lock): forgotten once it has a verdict. */
+static void look_at_watched(large_site_t *e) {
+  if (e->watched != NULL && measure_large(e, e->watched, run_written(e->watched, run_resident(e->watched)), 1))
+    e->watched = NULL;
+}
+
 int _tp_run_site_route(uintptr_t site, size_t size) {
   if (site == 0 || _tp_opt.pool != TP_POOL_AUTO) return TP_ROUTE_SLAB;
   /* A site seen before, with no sample to look at: counted without the heap lock (a block of
    * these sizes every 150 ns, one at a time, took 11% longer with it: tlbbench `medium`). A
    * count lost to a race only moves its next sample. */
+  size_t bytes = (size + TP_SLOT - 1) & ~(TP_SLOT - 1);
   large_site_t *e = large_site(site, 0);
-  if (e != NULL && __atomic_load_n(&e->watched, __ATOMIC_RELAXED) == NULL &&
-      !_tp_heap_starting((size + TP_SLOT - 1) & ~(TP_SLOT - 1))) {
+  if (e != NULL && __atomic_load_n(&e->watched, __ATOMIC_RELAXED) == NULL && !_tp_heap_starting(bytes)) {
     uint32_t runs = __atomic_load_n(&e->runs, __ATOMIC_RELAXED);
     uint32_t next = runs < UINT32_MAX ? runs + 1 : runs;
     int route = _tp_policy_slab_block_route(next, __atomic_load_n(&e->verdict, __ATOMIC_RELAXED));
@@ -313,10 +319,9 @@ int _tp_run_site_route(uintptr_t site, size_t size) {
   }
   int route = TP_ROUTE_SLAB;
   _tp_lock(&_tp_heap_lock);
-  if (!_tp_heap_starting((size + TP_SLOT - 1) & ~(TP_SLOT - 1))) { /* as _tp_run_new_site */
+  if (!_tp_heap_starting(bytes)) { /* as _tp_run_new_site */
     e = large_site(site, 1);
-    if (e->watched != NULL && measure_large(e, e->watched, run_written(e->watched, run_resident(e->watched)), 1))
-      e->watched = NULL;
+    look_at_watched(e);
     uint32_t next = e->runs < UINT32_MAX ? e->runs + 1 : e->runs;
     route = _tp_policy_slab_block_route(next, e->verdict);
     if (route == TP_ROUTE_SAMPLE) e->resample = 1; /* _tp_run_new_site: a sample, whatever the verdict */
@@ -345,8 +350,7 @@ tp_slab_t *_tp_run_new_site(tp_group_t *g, int kind, size_t n, size_t align, siz
   if (site && (kind == TP_SLAB_MEDIUM || (kind == TP_SLAB_LARGE && n <= TP_SPARSE_MAX_HPAGES)) &&
       !_tp_heap_starting(kind == TP_SLAB_LARGE ? n * TP_HPAGE : n * TP_SLOT)) {
     e = large_site(site, 1);
-    if (e->watched != NULL && measure_large(e, e->watched, run_written(e->watched, run_resident(e->watched)), 1))
-      e->watched = NULL;
+    look_at_watched(e);
     if (e->runs < UINT32_MAX) e->runs++;
     on_4k = _tp_policy_large_on_4k(kind == TP_SLAB_LARGE ? n : 1, e->runs, e->verdict, _tp_opt.pool == TP_POOL_AUTO);
     sample = on_4k && (e->verdict != TP_LARGE_SPARSE || e->resample);

@@ -1,9 +1,10 @@
-/* The heap's part of tlbpack's fork handlers: the heap lock held across fork(), and, when the
- * pool is too short for the copies a fork makes, the heap's pool pages (heap.c) moved onto
- * THP before it. */
+/* The heap's part of tlbpack's fork handlers: the heap lock held across fork(), and the heap's
+ * pool pages moved off the pool before it, so that no hugetlbfs page is ever shared with a
+ * child. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -11,34 +12,22 @@
 
 #include "internal.h"
 
-/* Fork with a short pool. A private hugetlb page shared with a fork child is copied on the
- * first write to it, from the pool. With no free page the kernel either kills the child
- * (SIGBUS on its write) or, when the parent writes first, gives the page to the parent and
- * takes it from the child. The child cannot repair this (glibc's fork writes to heap FILEs
- * before any atfork handler runs). So before the fork, when the pool cannot cover the heap's
- * hugetlb pages, the parent moves them onto anonymous (THP) memory: each page is made
- * read-only, copied, and the copy moved over it with mremap; a thread that writes to the page
- * meanwhile takes a SIGSEGV, which a handler turns into a wait, and its write is retried on
- * the copy. Nothing is lost; later pages come from the pool. */
+/* Fork and the pool. A private hugetlb page shared with a fork child is copied on the first
+ * write to it, by whichever process writes first, from the pool's free pages. With none free
+ * the writer gets SIGBUS (or, when the writer owns the mapping's reservation, the kernel
+ * unmaps the page from the children, which die when they touch it); a write the kernel makes
+ * for a system call fails with EFAULT instead. Free pages counted before the fork prove
+ * nothing: other processes take pool pages at any moment, and the copies may be needed hours
+ * later by a long-lived child. So no pool page is shared, whatever the pool holds:
+ * - retained empty pool pages go back to the pool (_tp_heap_release_empty_pool);
+ * - every other pool page the heap holds is moved onto anonymous memory (THP where the kernel
+ *   has one): made read-only, copied, and the copy moved over it with mremap. A lazy run's page
+ *   not touched yet is replaced by fresh anonymous memory instead (both read as zeros).
+ * A thread that writes to a page while it moves takes a SIGSEGV, which a handler turns into a
+ * wait, and its write is retried on the copy. Anonymous pages are copied on write by the
+ * kernel from ordinary memory, as under any other allocator. The pages both processes take
+ * after the fork come from the pool again: the next fork moves only those. */
 static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_1G; }
-
-/* Pool pages the heap holds, in pages of each size: [0] 2 MiB, [1] 1 GiB. */
-static void count_hugetlb(tp_hpage_t *h, void *arg) {
-  size_t *n = arg;
-  if (h->source == TP_SRC_HUGETLB) n[0]++;
-  else if (h->source == TP_SRC_1G && (h->addr & (TP_GIB - 1)) == 0) n[1]++;
-}
-
-/* A large run's pool pages not touched yet (heap.c, back_large_lazily) are faulted in before
- * the fork: their reservations are this process's, and a child's first touch of one would need
- * a free pool page of its own (SIGBUS when there is none). They are then pool pages like the
- * others, counted below. */
-static void populate_lazy(tp_hpage_t *h, void *arg) {
-  (void)arg;
-  if (!h->lazy) return;
-  _tp_os_populate((void *)h->addr, TP_HPAGE);
-  h->lazy = 0;
-}
 
 static _Atomic uintptr_t converting; /* the range being moved, 0 when none */
 static size_t converting_len = TP_HPAGE;
@@ -70,32 +59,83 @@ static void segv_wait(int sig, siginfo_t *si, void *uc) {
   sigaction(SIGSEGV, &dfl, NULL);
 }
 
-/* Copies [a, a + len) onto anonymous THP memory and moves the copy over it. */
-static int move_range(void *a, size_t len) {
-  char *tmp = mmap(NULL, len + TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (tmp == MAP_FAILED) return -1; /* no memory to copy into: fork as it is */
-  char *al = (char *)(((uintptr_t)tmp + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
-  madvise(al, len, MADV_HUGEPAGE);
-  converting_len = len;
-  atomic_store(&converting, (uintptr_t)a);
-  mprotect(a, len, PROT_READ);
-  memcpy(al, a, len);
-  if (mremap(al, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
-    _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
-  atomic_store(&converting, 0);
-  if (al > tmp) munmap(tmp, (size_t)(al - tmp));
-  if (tmp + len + TP_HPAGE > al + len) munmap(al + len, (size_t)(tmp + len + TP_HPAGE - (al + len)));
+/* The handler stays once installed: a writer's fault taken during a move may be delivered after
+ * the move is over, and the disposition is read at delivery. Faults that are not a moved heap
+ * page go to the program's previous handler (or its default action). If the program has
+ * installed a handler of its own since, ours goes in front of it again. */
+static int segv_handler_in_front(void) {
+  struct sigaction cur;
+  if (sigaction(SIGSEGV, NULL, &cur) != 0) return -1;
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == segv_wait) return 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = segv_wait;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  segv_old = cur;
+  return sigaction(SIGSEGV, &sa, NULL);
+}
+
+/* Whether any of [a, a + len) is in memory (a lazy run's pages are faulted in as touched). */
+static int touched(void *a, size_t len) {
+  unsigned char v[TP_HPAGE / 4096];
+  for (size_t o = 0; o < len; o += TP_HPAGE)
+    if (mincore((char *)a + o, TP_HPAGE, v) != 0 || (v[0] & 1)) return 1; /* unknown: as touched */
   return 0;
 }
 
-static void move_to_thp(tp_hpage_t *h, void *arg) {
-  int *failed = arg;
-  if (*failed || !is_hugetlb(h)) return;
+/* Anonymous memory for a copy of len bytes, 2 MiB-aligned where the kernel gives that much (a
+ * THP), else anywhere (4 KiB pages): *base and *span are what to unmap around it. */
+static char *copy_area(size_t len, char **base, size_t *span) {
+  char *tmp = mmap(NULL, len + TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (tmp != MAP_FAILED) {
+    *base = tmp;
+    *span = len + TP_HPAGE;
+    char *al = (char *)(((uintptr_t)tmp + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
+    madvise(al, len, MADV_HUGEPAGE);
+    return al;
+  }
+  tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  *base = tmp;
+  *span = len;
+  return tmp == MAP_FAILED ? NULL : tmp;
+}
+
+/* Moves [a, a + len) onto anonymous memory, its contents kept; 0 on success. */
+static int move_range(void *a, size_t len, int lazy) {
+  char *base, *al = NULL;
+  size_t span = 0;
+  converting_len = len;
+  atomic_store(&converting, (uintptr_t)a);
+  mprotect(a, len, PROT_READ); /* from here on, writers wait (segv_wait) */
+  int rc = 0;
+  if (lazy && !touched(a, len)) {
+    /* Never written: fresh anonymous memory in place reads the same zeros. */
+    if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != a) rc = -1;
+    else madvise(a, len, MADV_HUGEPAGE);
+  } else if ((al = copy_area(len, &base, &span)) == NULL) {
+    rc = -1;
+  } else {
+    memcpy(al, a, len);
+    if (mremap(al, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
+      _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
+    /* What is left of the copy area around the moved range. */
+    if (al > base) munmap(base, (size_t)(al - base));
+    if (base + span > al + len) munmap(al + len, (size_t)(base + span - (al + len)));
+  }
+  if (rc != 0) mprotect(a, len, PROT_READ | PROT_WRITE); /* not moved: as it was */
+  atomic_store(&converting, 0);
+  return rc;
+}
+
+static void move_off_pool(tp_hpage_t *h, void *arg) {
+  size_t *failed = arg;
+  if (!is_hugetlb(h)) return;
   /* A 1 GiB page moves whole, from its first hpage (the kernel cannot split it). */
   size_t n = h->source == TP_SRC_1G ? TP_GIB / TP_HPAGE : 1;
   if (n > 1 && (h->addr & (TP_GIB - 1)) != 0) return;
-  if (move_range((void *)h->addr, n * TP_HPAGE) != 0) {
-    *failed = 1;
+  if (move_range((void *)h->addr, n * TP_HPAGE, h->lazy) != 0) {
+    (*failed)++;
     return;
   }
   for (size_t i = 0; i < n; i++) {
@@ -104,39 +144,28 @@ static void move_to_thp(tp_hpage_t *h, void *arg) {
     _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
     x->source = TP_SRC_THP;
     x->window = 0; /* the copy took this part of the hugetlb window's mapping */
+    x->lazy = 0;
   }
   _tp_heap_ctr.fork_unshared += n;
 }
 
+static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
+
 void _tp_heap_prefork(void) {
   _tp_lock(&_tp_heap_lock);
-  if (_tp_os.hugetlb_lazy) _tp_heap_foreach(populate_lazy, NULL);
-  size_t held[2] = {0, 0};
-  _tp_heap_foreach(count_hugetlb, held);
-  size_t need = held[0];
-  if (need == 0 && held[1] == 0) return;
-  long avail = _tp_os_pool_free(), avail_1g = _tp_os_gpool_free();
-  if (avail >= 0 && (size_t)avail >= need && (held[1] == 0 || (avail_1g >= 0 && (size_t)avail_1g >= held[1]))) {
-    _tp_os_forking();
-    return;
+  _tp_heap_release_empty_pool();
+  size_t held = 0;
+  _tp_heap_foreach(count_hugetlb, &held);
+  if (held == 0) return;
+  _tp_heap_ctr.forks_unshared++;
+  if (segv_handler_in_front() != 0) _tp_message("fork: no SIGSEGV handler for moving pool pages: %s", strerror(errno));
+  size_t failed = 0;
+  _tp_heap_foreach(move_off_pool, &failed);
+  if (failed) {
+    _tp_heap_ctr.fork_unshare_failed += failed;
+    _tp_message("fork: %zu pool pages could not be moved off the pool (no memory for their copies): "
+                "they are shared with the child", failed);
   }
-  /* The handler stays once installed: a writer's fault taken during a move may be delivered
-   * after the move is over, and the disposition is read at delivery. Faults that are not a
-   * moved heap page go to the program's previous handler (or its default action). If the
-   * program has installed a handler of its own since, ours goes in front of it again. */
-  struct sigaction cur;
-  if (sigaction(SIGSEGV, NULL, &cur) != 0) return;
-  if (!((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == segv_wait)) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = segv_wait;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    segv_old = cur;
-    if (sigaction(SIGSEGV, &sa, NULL) != 0) return;
-  }
-  int failed = 0;
-  _tp_heap_foreach(move_to_thp, &failed);
 }
 
 void _tp_heap_postfork(int child) {

@@ -513,6 +513,16 @@ void _tp_hpage_empty(tp_hpage_t *h, size_t budget) {
 
 static void make_empty(tp_hpage_t *h) { _tp_hpage_empty(h, _tp_opt.retain_bytes); }
 
+void _tp_heap_release_empty_pool(void) {
+  for (tp_hpage_t *e = empty_list, *next; e; e = next) {
+    next = e->next;
+    if (e->source != TP_SRC_HUGETLB) continue;
+    take_off_list(e);
+    decommit(e);
+    put_on_list(e, TP_LIST_FREE);
+  }
+}
+
 /* An hpage with nothing left on it goes back to the pool or the OS whatever the budget (a large
  * run freed once: free_large). */
 void _tp_hpage_give_back(tp_hpage_t *h) {

@@ -523,8 +523,10 @@ void _tp_groups_postfork(int child) TP_INTERNAL;
 /* ---- heap: address space, backing, hpage lists (heap.c) ------------------------------ */
 extern tp_lock_t _tp_heap_lock TP_INTERNAL;
 void _tp_heap_init(void) TP_INTERNAL;
-/* fork.c: the heap lock held across fork(), and the heap's pool pages moved onto THP first
- * when the pool could not cover their copies. */
+/* heap.c: retained empty pool pages (not 1 GiB ones) go back to the pool (heap lock held). */
+void _tp_heap_release_empty_pool(void) TP_INTERNAL;
+/* fork.c: the heap lock held across fork(), and every pool page of the heap moved onto
+ * anonymous memory first: no hugetlbfs page is shared with a child. */
 void _tp_heap_prefork(void) TP_INTERNAL;
 void _tp_heap_postfork(int child) TP_INTERNAL;
 /* Calls fn for every heap hpage record in address order (heap lock held by caller). */
@@ -572,7 +574,9 @@ typedef struct tp_heap_counters_s {
   size_t fallbacks;
   size_t pages_returned;
   size_t reserved_bytes;
-  size_t fork_unshared;   /* hugetlb pages a fork child moved to THP (the pool was short) */
+  size_t fork_unshared;   /* pool pages moved onto anonymous memory before a fork (fork.c) */
+  size_t forks_unshared;  /* forks before which the heap held pool pages, and moved them */
+  size_t fork_unshare_failed; /* pool pages a fork could not move (no memory for the copy) */
   size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
   size_t large_4k;        /* medium and large runs put on 4 KiB pages because their site fills
                            * them in part (stats large_runs_4k) */

@@ -246,16 +246,7 @@ int _tp_os_promote(void *addr) {
   return madvise(addr, TP_HPAGE, MADV_COLLAPSE) == 0 ? 0 : -1;
 }
 
-/* ---- copy-on-write headroom after a fork ------------------------------------------------
- * Windows are MAP_NORESERVE, so after a fork neither process owns a reservation for the pool
- * pages they share: whichever writes one first needs a free pool page for its copy, or gets
- * SIGBUS. So while pages are shared, a new pool page is claimed only if the pool keeps one
- * free page per shared page (the process's Shared_Hugetlb); new memory comes from THP
- * meanwhile. The check reads /proc only after a fork, until nothing is shared any more. */
-static int cow_watch;
-
-void _tp_os_forking(void) { cow_watch = 1; }
-
+/* ---- /proc and /sys numbers --------------------------------------------------------- */
 long _tp_os_file_long(const char *path, const char *key) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -273,19 +264,6 @@ long _tp_os_gpool_free(void) {
   return _tp_os_file_long("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", NULL);
 }
 
-/* Whether claiming a pool page now could leave a shared page without its copy. */
-static int cow_short(void) {
-  if (!cow_watch) return 0;
-  long shared_kb = _tp_os_file_long("/proc/self/smaps_rollup", "Shared_Hugetlb:");
-  if (shared_kb == 0) {
-    cow_watch = 0;
-    return 0;
-  }
-  long free_pages = _tp_os_pool_free();
-  if (shared_kb < 0 || free_pages < 0) return 0; /* cannot tell: as before windows */
-  return free_pages <= shared_kb / (long)(TP_HPAGE >> 10);
-}
-
 /* One process must not take a pool that others share: past pool_max pages, the pool is
  * treated as empty (THP, then 4 KiB). Pages held count retained empty ones: they still hold
  * pool memory. */
@@ -294,10 +272,6 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
   for (int src = want; src <= TP_SRC_4K; src++) {
     if (src == TP_SRC_HUGETLB && held >= _tp_opt.pool_max) {
       _tp_os.pool_capped++;
-      continue;
-    }
-    if (src == TP_SRC_HUGETLB && cow_short()) {
-      _tp_os.cow_kept++;
       continue;
     }
     if (try_source(addr, src) == 0) {
@@ -317,11 +291,11 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
  * window page is backed (zeroed) whole when claimed: a program that allocates a buffer and
  * fills part of it (xz -3: 6.8, 8.7 and 16.8 MB for 1.7 MB of text) held all of it, 38.6 MB of
  * RSS + hugetlb against jemalloc's 14.8. The run's pages are reserved until its hpages go back
- * to the OS (rereserve), and held like claimed ones (pool_max). Before a fork the heap faults
- * in what is still untouched (_tp_heap_prefork): a child has no reservation of its own. */
+ * to the OS (rereserve), and held like claimed ones (pool_max). A fork moves them off the pool
+ * first, like every other pool page (fork.c). */
 int _tp_os_back_lazy(void *addr, size_t len, int node) {
   size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + len / TP_HPAGE; /* with these */
-  if (windows_off || held > _tp_opt.pool_max || cow_short()) return -1;
+  if (windows_off || held > _tp_opt.pool_max) return -1;
   int fd = window_file();
   if (fd < 0) return -1;
   void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, (off_t)(uintptr_t)addr);
@@ -335,10 +309,6 @@ int _tp_os_back_lazy(void *addr, size_t len, int node) {
   _tp_os.hugetlb_lazy++;
   return 0;
 }
-
-/* Faults in [addr, addr + len) for writing, as a touch of every page would (a lazily mapped
- * run before a fork: its reserved pages are used; 0 on success). */
-int _tp_os_populate(void *addr, size_t len) { return madvise(addr, len, MADV_POPULATE_WRITE); }
 
 /* A window's pool page goes back to the pool and the window stays; anything else becomes
  * PROT_NONE reservation again. */

@@ -32,15 +32,9 @@ int _tp_os_back_1g(void *addr) __attribute__((visibility("hidden")));
 void _tp_os_decommit(void *addr, size_t len) __attribute__((visibility("hidden")));
 /* A large run's fresh hpages on the pool, reserved at once and faulted in as touched (os.c). */
 int _tp_os_back_lazy(void *addr, size_t len, int node) __attribute__((visibility("hidden")));
-/* Faults a range in for writing (MADV_POPULATE_WRITE); 0 on success. */
-int _tp_os_populate(void *addr, size_t len) __attribute__((visibility("hidden")));
 /* Turns a backed 4 KiB-page hpage into a transparent huge page now (MADV_COLLAPSE): 0 when it
  * is one, -1 when the kernel could not (the memory stays as it was, contents kept). */
 int _tp_os_promote(void *addr) __attribute__((visibility("hidden")));
-
-/* A fork is about to share the heap's pool pages with a child (heap lock held): until they
- * are no longer shared, _tp_os_back leaves one free pool page per shared page (os.c). */
-void _tp_os_forking(void) __attribute__((visibility("hidden")));
 
 /* Pool discovery through libhugetlbfs and NUMA set-up through libnuma (see rule 1). */
 void _tp_os_discover(void) __attribute__((visibility("hidden")));
@@ -70,7 +64,6 @@ typedef struct tp_os_info_s {
   size_t pool_peak;         /* most hugetlbfs pool pages held at once */
   size_t hugetlb_windows;   /* window mappings made (one hugetlbfs-file mapping, up to 1 GiB) */
   size_t hugetlb_files;     /* hugetlbfs files opened for windows (a closed one is replaced) */
-  size_t cow_kept;          /* hpages that skipped the pool to leave it for a fork's copies */
   size_t gpages_taken;      /* 1 GiB pool pages the heap took */
   size_t hugetlb_single;    /* pool pages mapped one mapping each (no window could be made) */
   size_t hugetlb_lazy;      /* large runs mapped on the pool to be faulted in as touched */

@@ -122,3 +122,25 @@ tp_stat() { awk -v k="$2" '$1=="tlbpack:" && $2==k { v=$3 } END { print v }' "$1
 tp_free_port() {
   "$TP_PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+
+# ---- the hugetlbfs pool a test needs ---------------------------------------------------
+# A test that depends on the pool sets it and gets it back: its ctest entry holds the
+# RESOURCE_LOCK hugetlb_pool, so no other pool-setting test runs meanwhile.
+# tp_pool_meminfo KEY: a HugePages_* figure of /proc/meminfo (Free, Rsvd, Total, ...).
+tp_pool_meminfo() { awk -v k="HugePages_$1:" '$1 == k {print $2}' /proc/meminfo; }
+# tp_pool_set FREE: sizes the pool so that FREE unreserved 2 MiB pages are free, whatever other
+# processes hold; the pool the machine had is restored when the test exits. Sets TP_POOL_FREE
+# to what the kernel granted (it may grant fewer when memory is fragmented). Root only: others
+# skip, saying so.
+tp_pool_set() {
+  local want=$1 knob=/proc/sys/vm/nr_hugepages
+  [ "$(id -u)" = 0 ] || tp_skip "needs root to size the hugetlbfs pool (it runs at several sizes)"
+  if [ -z "${TP_POOL_ORIG:-}" ]; then
+    TP_POOL_ORIG=$(cat $knob)
+    TP_CLEANUP+=('echo $TP_POOL_ORIG > /proc/sys/vm/nr_hugepages')
+  fi
+  local total free rsvd
+  total=$(tp_pool_meminfo Total) free=$(tp_pool_meminfo Free) rsvd=$(tp_pool_meminfo Rsvd)
+  echo $(( total - free + rsvd + want )) > $knob 2>/dev/null
+  TP_POOL_FREE=$(( $(tp_pool_meminfo Free) - $(tp_pool_meminfo Rsvd) ))
+}

@@ -27,7 +27,7 @@ run() {  # run NAME CMD...
   timeout -k 10 "${STRESS_TIMEOUT:-1800}" "$@" >"$log_dir/$name.log" 2>&1
   rc=$?
   local summary
-  summary=$(grep -E 'PASS|SKIP|FAIL|^stress_threads: ops|fork_threads: [0-9]|signals: [0-9]|cpython_suite: (under|without)|requests/s|aslimit: [0-9]|hugepool: after|conf_fuzz: [0-9]' "$log_dir/$name.log" | tail -6)
+  summary=$(grep -E 'PASS|SKIP|FAIL|^stress_threads: ops|fork_threads: [0-9]|fork_stress: pool|with_pool: pools|signals: [0-9]|cpython_suite: (under|without)|requests/s|aslimit: [0-9]|hugepool: after|conf_fuzz: [0-9]' "$log_dir/$name.log" | tail -6)
   case $rc in
     0) pass=$((pass + 1)); printf 'stress: %-28s PASS  (%ds)\n' "$name" $((SECONDS - t0)) ;;
     77) skip=$((skip + 1)); printf 'stress: %-28s SKIP  (%ds)\n' "$name" $((SECONDS - t0)) ;;
@@ -46,19 +46,21 @@ run thread_churn_groups   bash $it/run_prog.sh conf=stats:1,group:thread min=268
 [ -x "$TP_BUILD_DIR/it_group_stress" ] &&
 run groups_direct         "$TP_BUILD_DIR/it_group_stress" 8 $((ops / 4)) 8
 run fork_busy_threads     bash $it/run_prog.sh min=64000 plain it_fork_threads 1000 4
-run fork_empty_pool       bash $it/run_prog.sh conf=stats:1,start_kb:0 min=25165824 plain it_fork_threads 200 4 0
-run fork_writers          bash $it/run_prog.sh conf=stats:1,retain_mb:0,start_kb:0 min=2101248 plain it_fork_writers 3000 2 4
+run fork_empty_pool       tests/with_pool.sh "16 64 512" bash $it/run_prog.sh conf=stats:1,start_kb:0 min=25165824 plain it_fork_threads 200 4 0
+run fork_writers          tests/with_pool.sh "12 64 512" bash $it/run_prog.sh conf=stats:1,retain_mb:0,start_kb:0 min=2101248 plain it_fork_writers 3000 2 4
+run fork_stress           env TP_SEED="$seed" bash $it/fork_stress.sh
+run closed_fds            bash $it/closed_fds.sh
 run signals               bash $it/run_prog.sh min=$((8 * ops / 4 * 16)) plain it_signals 8 $((ops / 2))
 run exit_handlers         bash $it/run_prog.sh min=$((256 * 20 * 3 << 20)) exit it_exit_alloc 256
 run aslimit_256m          bash $it/run_prog.sh min=67108864 aslimit it_aslimit 256
 run aslimit_2g            bash $it/run_prog.sh min=67108864 aslimit it_aslimit 2048
-run hugepool              bash $it/run_prog.sh min=$((2 * 48 * 2 << 20)) pool it_hugepool 48 4
+run hugepool              tests/with_pool.sh "64 512" bash $it/run_prog.sh min=$((2 * 48 * 2 << 20)) pool it_hugepool 48 4
 run bad_frees             bash $it/bad_free.sh
 [ -x "$TP_BUILD_DIR/it_bad_free_criterion" ] &&
 run bad_frees_criterion   "$TP_BUILD_DIR/it_bad_free_criterion" --jobs 1
 run conf_fuzz             bash $it/conf_fuzz.sh 3000 "$seed"
 run set_user_id_conf      bash $it/secure_exec.sh
-run pool_max_share        bash $it/pool_share.sh
+run pool_max_share        tests/with_pool.sh "32 512" bash $it/pool_share.sh
 run python_script         bash $it/real_python.sh
 run git_repo              bash $it/real_git.sh
 run sqlite3               bash $it/real_sqlite.sh

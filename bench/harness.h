@@ -20,7 +20,7 @@ typedef struct tb_alloc_s {
   const char *env[TB_MAX_ENV];     /* "KEY=VALUE", NULL-terminated */
   const char *extra_arg;           /* appended to the workload's flags ("--ideal"), or NULL */
   const char *expect_malloc;       /* basename the workload's malloc_from must show, or NULL */
-  const char *what;                /* one line for the README / --list */
+  const char *what;                /* one line for --list */
   int planned;                     /* runs with a placement plan made by profiling a smaller run
                                       of the workload (only where the workload has plan_args) */
   int on_request;                  /* only in the workloads that list it (tb_workload_t.allocs) or

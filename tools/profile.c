@@ -7,8 +7,8 @@
  * object that holds it, and the L1 misses, L2 misses (page walks) and walk memory references
  * it caused to that object's allocation site. Sites are named module + offset from the load
  * address (the same in the next run of the same binary), and by function and file:line where
- * addr2line finds debug information. Then it writes a placement plan (README.md, "Placement
- * plans") for TLBPACK_CONF=plan:FILE. */
+ * addr2line finds debug information. Then it writes a placement plan (tlbpack(1), PLAN FILE)
+ * for TLBPACK_CONF=plan:FILE. */
 #include "cli.h"
 #include "profile.h"
 #include "tlbsim.h"

@@ -22,7 +22,7 @@ build: setup $(BUILD)/CMakeCache.txt
 # Ends with one line saying how many tests were skipped and why; the status is ctest's.
 test: build
 	@bash scripts/pool.sh reserve $(POOL_PAGES)
-	@cd $(BUILD) && ctest -N -L open_bug | sed -n 's/^ *Test *#[0-9]*: /make test: not run (open bug, see README "Known open bugs"): /p'
+	@cd $(BUILD) && ctest -N -L open_bug | sed -n 's/^ *Test *#[0-9]*: /make test: not run (open bug, see docs\/testing.md, "Known open bugs"): /p'
 	@cd $(BUILD) && rm -f ctest-status && { ctest --output-on-failure -j $(JOBS) -LE open_bug $(CTEST_ARGS); \
 	  echo $$? > ctest-status; } | tee ctest-output.log; rc=$$(cat ctest-status 2>/dev/null || echo 1); \
 	  bash $(CURDIR)/scripts/test_summary.sh ctest-output.log Testing/Temporary/LastTest.log; exit $$rc

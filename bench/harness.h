@@ -20,7 +20,7 @@ typedef struct tb_alloc_s {
   const char *env[TB_MAX_ENV];     /* "KEY=VALUE", NULL-terminated */
   const char *extra_arg;           /* appended to the workload's flags ("--ideal"), or NULL */
   const char *expect_malloc;       /* basename the workload's malloc_from must show, or NULL */
-  const char *what;                /* one line for the README / --list */
+  const char *what;                /* one line for --list */
   int planned;                     /* runs with a placement plan made by profiling a smaller run
                                       of the workload (only where the workload has plan_args) */
   int on_request;                  /* only in the workloads that list it (tb_workload_t.allocs) or
@@ -176,6 +176,9 @@ const tb_cell_t *tb_peer(const tb_cell_t *cells, size_t n, const tb_cell_t *c, c
 
 void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n);
 void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n);
+/* One line naming the machine and the date of the run: CPU model, CPUs online, kernel release,
+ * the default-size hugetlbfs pool and the UTC time. */
+void tb_write_machine(FILE *f);
 /* The real programs' table (TLB entries for their resident memory); nothing when none ran. */
 void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n);
 /* Checks the targets of issues 4 and 5 against the figures; one line each: met / missed / n/a. */

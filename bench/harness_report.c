@@ -6,7 +6,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 void tb_cell_init(tb_cell_t *c, const tb_workload_t *w, const tb_alloc_t *a) {
   memset(c, 0, sizeof *c);
@@ -206,6 +209,32 @@ void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n) {
              "heap the allocator places) and file-backed (code, libraries) apart. Every program's data spans "
              "more than the L2 TLB reaches with 4 KiB pages (3072 x 4 KiB = 12 MiB). The memory column is "
              "Rss + hugetlb pages at that moment (peak RSS in the main table is VmHWM + hugetlb).\n");
+}
+
+void tb_write_machine(FILE *f) {
+  char model[256] = "unknown CPU", line[512];
+  FILE *c = fopen("/proc/cpuinfo", "r");
+  while (c && fgets(line, sizeof line, c)) {
+    char *v = strchr(line, ':');
+    if (strncmp(line, "model name", 10) == 0 && v) {
+      snprintf(model, sizeof model, "%s", v + 2);
+      model[strcspn(model, "\n")] = 0;
+      break;
+    }
+  }
+  if (c) fclose(c);
+  long pool = -1;
+  FILE *p = fopen("/proc/sys/vm/nr_hugepages", "r");
+  if (p && fscanf(p, "%ld", &pool) != 1) pool = -1;
+  if (p) fclose(p);
+  struct utsname u;
+  if (uname(&u) != 0) snprintf(u.release, sizeof u.release, "unknown");
+  char when[64] = "unknown date";
+  time_t t = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+  fprintf(f, "Machine: %s, %ld CPUs online, Linux %s, hugetlbfs pool %ld pages of the default size; "
+             "written %s.\n\n", model, sysconf(_SC_NPROCESSORS_ONLN), u.release, pool, when);
 }
 
 void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {

@@ -534,6 +534,7 @@ int main(int argc, char **argv) {
     if (!x) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); continue; }
     fprintf(x, "\n## tlbbench %s: %zu cells, %d runs each (medians; spread = (max-min)/median)\n\n",
             o.scale == TB_SCALE_FULL ? "full" : o.scale == TB_SCALE_DEMO ? "demo" : "tiny", ncells, o.runs);
+    tb_write_machine(x);
     for (size_t i = 0; i < ncells; i++)
       if (runs_of(&o, cells[i].w) != o.runs && (i == 0 || cells[i - 1].w != cells[i].w))
         fprintf(x, "(%s: %d runs per cell in --demo: each run of the real program takes seconds)\n\n",

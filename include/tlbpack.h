@@ -5,7 +5,7 @@
  *   - link libtlbpack.a (or -ltlbpack) and call the tp_* functions below; the program's own
  *     malloc is left alone when the static library is linked.
  *
- * Configuration: TLBPACK_CONF="key:value,key:value" (see the README for every key).
+ * Configuration: TLBPACK_CONF="key:value,key:value" (tlbpack(3), ENVIRONMENT, has every key).
  */
 #ifndef TLBPACK_H
 #define TLBPACK_H

@@ -180,7 +180,7 @@ int ts_run_fd(ts_sim_t *s, int fd, ts_format_t fmt, ts_format_t *detected, char 
 int ts_format_parse(const char *s);   /* "auto|text|lackey|bin" -> ts_format_t, or -1 */
 const char *ts_format_name(ts_format_t f);
 
-/* Binary trace writer (the format in README.md): a 16-byte header, then 16-byte records
+/* Binary trace writer (the format in tlbsim(1), TRACE FORMATS): a 16-byte header, then 16-byte records
  * (op 'B', address and size 0: the measured region begins here; see ts_sim_set_warmup). */
 #define TS_BIN_MAGIC "TLBPTRC"
 typedef struct ts_bin_record_s {

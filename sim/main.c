@@ -37,7 +37,7 @@ static void usage(FILE *out) {
       "  --regions FILE      page size per range, tlbpack's regions file\n"
       "  --smaps FILE        page size per range from a copy of /proc/PID/smaps\n"
       "  --levels 4|5        paging levels\n"
-      "  --nested 4k|2m|1g   virtualized: 2-D walk over host pages of that size\n"
+      "  --nested off|4k|2m|1g  virtualized: 2-D walk over host pages of that size (off: native)\n"
       "  --asid-mode flush|asid  context switches flush the TLBs, or tag entries with ASIDs\n"
       "  --warmup N|marker   measure from the N+1-th access, or from the trace's first B record:\n"
       "                      the warm-up fills the TLBs and walk caches; JSON warmup_accesses\n"

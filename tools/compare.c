@@ -164,23 +164,38 @@ static void cat_file(const char *path) {
     if (write(1, buf, (size_t)n) != n) break;
   close(fd);
 }
+/* ---- the command, in steps ------------------------------------------------------------- */
+typedef struct compare_args_s {
+  const char *cpu, *keep, *lib, *jemalloc;
+  int json;
+  char **prog; /* PROGRAM ARGS, NULL-terminated */
+} compare_args_t;
 
-int tpc_cmd_compare(int argc, char **argv) {
+/* The tools and libraries found, and the run's files. */
+typedef struct compare_run_s {
+  char tlbsim[PATH_MAX], valgrind[PATH_MAX], lib[PATH_MAX], je[PATH_MAX];
+  char dir[PATH_MAX], je_trace[PATH_MAX], tp_trace[PATH_MAX], regions[PATH_MAX], conf[PATH_MAX + 16],
+      sim_out[PATH_MAX];
+} compare_run_t;
+
+/* Parses the options into *a and checks --cpu against the simulator's presets. Returns -1
+ * when the arguments are fine, else the exit status (0 after --help). */
+static int compare_parse_args(int argc, char **argv, compare_args_t *a) {
   static const struct option opts[] = {{"cpu", required_argument, 0, 'c'},     {"json", no_argument, 0, 'j'},
                                        {"keep", required_argument, 0, 'k'},    {"lib", required_argument, 0, 'l'},
                                        {"jemalloc", required_argument, 0, 'J'}, {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  const char *cpu = NULL, *keep = NULL, *lib_arg = NULL, *je_arg = NULL;
-  int json = 0, c;
+  *a = (compare_args_t){0};
+  int c;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+:c:jk:l:h", opts, NULL)) != -1) {
     switch (c) {
-    case 'c': cpu = optarg; break;
-    case 'j': json = 1; break;
-    case 'k': keep = optarg; break;
-    case 'l': lib_arg = optarg; break;
-    case 'J': je_arg = optarg; break;
+    case 'c': a->cpu = optarg; break;
+    case 'j': a->json = 1; break;
+    case 'k': a->keep = optarg; break;
+    case 'l': a->lib = optarg; break;
+    case 'J': a->jemalloc = optarg; break;
     case 'h': compare_usage(stdout); return 0;
     case ':': return tpc_usage_error("compare", "option '%s' needs a value", argv[optind - 1]);
     default:
@@ -191,153 +206,190 @@ int tpc_cmd_compare(int argc, char **argv) {
   }
   if (optind >= argc)
     return tpc_usage_error("compare", "no PROGRAM given (usage: tlbpack compare [OPTIONS] -- PROGRAM [ARGS])");
-  if (cpu) {
+  a->prog = argv + optind;
+  if (a->cpu) {
     /* the simulator's own list of presets */
     int ok = 0;
     char names[160] = "";
     for (const char *const *p = ts_presets(); *p; p++) {
-      ok |= !strcmp(cpu, *p);
+      ok |= !strcmp(a->cpu, *p);
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", *p);
     }
-    if (!ok) return tpc_usage_error("compare", "--cpu '%s' is not a preset (accepted: %s)", cpu, names);
+    if (!ok) return tpc_usage_error("compare", "--cpu '%s' is not a preset (accepted: %s)", a->cpu, names);
   }
+  return -1;
+}
 
-  char tlbsim[PATH_MAX], valgrind[PATH_MAX], lib[PATH_MAX], je[PATH_MAX];
-  if (tpc_find_tool("tlbsim", tlbsim, sizeof tlbsim) != 0)
+/* Finds tlbsim, valgrind, libtlbpack.so and libjemalloc.so, and checks that PROGRAM can run
+ * before two slow traced runs start. Returns -1 when all are there, else the exit status. */
+static int compare_find_tools(const compare_args_t *a, compare_run_t *r) {
+  if (tpc_find_tool("tlbsim", r->tlbsim, sizeof r->tlbsim) != 0)
     return tpc_fail("compare", "tlbsim not found (looked beside tlbpack, in the installed bindir and on PATH); "
                                "build it with make");
-  if (tpc_find_tool("valgrind", valgrind, sizeof valgrind) != 0)
+  if (tpc_find_tool("valgrind", r->valgrind, sizeof r->valgrind) != 0)
     return tpc_fail("compare", "valgrind not found on PATH; install it (apt-get install valgrind)");
-  if (tpc_find_lib("compare", lib_arg, lib, sizeof lib) != 0) return TPC_EXIT_FAIL;
-  je[0] = 0;
-  if (je_arg) {
-    if (access(je_arg, R_OK) != 0)
-      return tpc_fail("compare", "--jemalloc %s: %s (expected the path of libjemalloc.so)", je_arg, strerror(errno));
-    if (!tpc_is_elf(je_arg))
+  if (tpc_find_lib("compare", a->lib, r->lib, sizeof r->lib) != 0) return TPC_EXIT_FAIL;
+  r->je[0] = 0;
+  if (a->jemalloc) {
+    if (access(a->jemalloc, R_OK) != 0)
+      return tpc_fail("compare", "--jemalloc %s: %s (expected the path of libjemalloc.so)", a->jemalloc, strerror(errno));
+    if (!tpc_is_elf(a->jemalloc))
       return tpc_fail("compare", "--jemalloc %s: not an ELF shared library (expected the path of libjemalloc.so)",
-                      je_arg);
-    snprintf(je, sizeof je, "%s", je_arg);
+                      a->jemalloc);
+    snprintf(r->je, sizeof r->je, "%s", a->jemalloc);
   } else {
-    for (int i = 0; jemalloc_candidates[i] && !je[0]; i++)
-      if (access(jemalloc_candidates[i], R_OK) == 0) snprintf(je, sizeof je, "%s", jemalloc_candidates[i]);
-    if (!je[0])
+    for (int i = 0; jemalloc_candidates[i] && !r->je[0]; i++)
+      if (access(jemalloc_candidates[i], R_OK) == 0) snprintf(r->je, sizeof r->je, "%s", jemalloc_candidates[i]);
+    if (!r->je[0])
       return tpc_fail("compare", "libjemalloc.so.2 not found (apt-get install libjemalloc2, or pass --jemalloc PATH)");
   }
+  if (!program_runnable(a->prog[0]))
+    return tpc_fail("compare", "cannot run '%s': not found%s", a->prog[0],
+                    strchr(a->prog[0], '/') ? " or not executable" : " on PATH");
+  return -1;
+}
 
-  if (!program_runnable(argv[optind]))
-    return tpc_fail("compare", "cannot run '%s': not found%s", argv[optind],
-                    strchr(argv[optind], '/') ? " or not executable" : " on PATH");
-
-  char dir[PATH_MAX];
+/* The run's directory (--keep DIR, or a temporary one) and the paths of its files. Returns -1
+ * when made, else the exit status. */
+static int compare_make_dir(const char *keep, compare_run_t *r) {
   if (keep) {
     if (mkdir(keep, 0755) != 0 && errno != EEXIST) return tpc_fail("compare", "--keep %s: %s", keep, strerror(errno));
-    snprintf(dir, sizeof dir, "%s", keep);
+    snprintf(r->dir, sizeof r->dir, "%s", keep);
   } else {
     const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tlbpack-compare-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return tpc_fail("compare", "cannot create a directory in %s: %s", dir, strerror(errno));
+    snprintf(r->dir, sizeof r->dir, "%s/tlbpack-compare-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(r->dir)) return tpc_fail("compare", "cannot create a directory in %s: %s", r->dir, strerror(errno));
   }
+  snprintf(r->je_trace, sizeof r->je_trace, "%s/jemalloc.trace", r->dir);
+  snprintf(r->tp_trace, sizeof r->tp_trace, "%s/tlbpack.trace", r->dir);
+  snprintf(r->regions, sizeof r->regions, "%s/tlbpack.regions", r->dir);
+  snprintf(r->sim_out, sizeof r->sim_out, "%s/compare.out", r->dir);
+  snprintf(r->conf, sizeof r->conf, "regions:%s", r->regions);
+  return -1;
+}
 
-  char je_trace[PATH_MAX], tp_trace[PATH_MAX], regions[PATH_MAX], conf[PATH_MAX + 16], sim_out[PATH_MAX];
-  snprintf(je_trace, sizeof je_trace, "%s/jemalloc.trace", dir);
-  snprintf(tp_trace, sizeof tp_trace, "%s/tlbpack.trace", dir);
-  snprintf(regions, sizeof regions, "%s/tlbpack.regions", dir);
-  snprintf(sim_out, sizeof sim_out, "%s/compare.out", dir);
-  snprintf(conf, sizeof conf, "regions:%s", regions);
-  int rc = TPC_EXIT_FAIL, failed_in_run = 1;
-
-  /* tlbpack first: its regions file, written at exit, must exist before tlbsim starts. */
-  if (check_trace(wait_status(start_trace(valgrind, "tlbpack", argv + optind, dir, lib, conf, tp_trace)),
-                  "tlbpack", argv[optind], dir) != 0)
-    goto out;
-  if (access(regions, R_OK) != 0) {
+/* tlbpack's traced run, first: its regions file, written at exit, must exist before tlbsim
+ * starts. Returns 0 when the trace and the regions file are there. */
+static int compare_trace_tlbpack(const compare_args_t *a, const compare_run_t *r) {
+  if (check_trace(wait_status(start_trace(r->valgrind, "tlbpack", a->prog, r->dir, r->lib, r->conf, r->tp_trace)),
+                  "tlbpack", a->prog[0], r->dir) != 0)
+    return -1;
+  if (access(r->regions, R_OK) != 0) {
     fprintf(stderr, "tlbpack compare: the tlbpack run wrote no regions file (%s): was %s really preloaded?\n",
-            regions, lib);
-    goto out;
+            r->regions, r->lib);
+    return -1;
   }
+  return 0;
+}
 
-  /* Without --keep, jemalloc's trace streams through a FIFO straight into tlbsim: lackey
-   * traces take ~16 bytes per access, and this one never has to sit on disk. */
-  int stream = !keep && mkfifo(je_trace, 0600) == 0;
-  pid_t je_pid = -1;
-  if (!stream) {
-    if (check_trace(wait_status(start_trace(valgrind, "jemalloc", argv + optind, dir, je, NULL, je_trace)),
-                    "jemalloc", argv[optind], dir) != 0)
-      goto out;
-  }
-
-  /* tlbsim [--cpu X] [--json] --compare A [options for A] B [options for B] (tlbsim(1)):
-   * jemalloc's trace on the default 4 KiB pages, tlbpack's with its regions file. */
+/* Starts tlbsim [--cpu X] [--json] --compare A [options for A] B [options for B] (tlbsim(1)):
+ * jemalloc's trace on the default 4 KiB pages, tlbpack's with its regions file; its output goes
+ * to the run's compare.out. */
+static pid_t compare_start_tlbsim(const compare_args_t *a, compare_run_t *r) {
   char *sim_argv[16];
   int n = 0;
-  sim_argv[n++] = tlbsim;
-  if (cpu) sim_argv[n++] = "--cpu", sim_argv[n++] = (char *)cpu;
-  if (json) sim_argv[n++] = "--json";
+  sim_argv[n++] = r->tlbsim;
+  if (a->cpu) sim_argv[n++] = "--cpu", sim_argv[n++] = (char *)a->cpu;
+  if (a->json) sim_argv[n++] = "--json";
   sim_argv[n++] = "--compare";
-  sim_argv[n++] = je_trace;
+  sim_argv[n++] = r->je_trace;
   sim_argv[n++] = "--label";
   sim_argv[n++] = "jemalloc";
-  sim_argv[n++] = tp_trace;
+  sim_argv[n++] = r->tp_trace;
   sim_argv[n++] = "--label";
   sim_argv[n++] = "tlbpack";
   sim_argv[n++] = "--regions";
-  sim_argv[n++] = regions;
+  sim_argv[n++] = r->regions;
   sim_argv[n] = NULL;
-  pid_t sim_pid = spawn_logged(sim_argv, NULL, NULL, sim_out);
+  return spawn_logged(sim_argv, NULL, NULL, r->sim_out);
+}
+
+/* Runs jemalloc's trace into the FIFO tlbsim reads, then makes sure tlbsim sees the end of
+ * that trace. Returns valgrind's status; sets *sim_status when tlbsim was seen to exit. */
+static int compare_stream_jemalloc(const compare_args_t *a, const compare_run_t *r, pid_t sim_pid, int *sim_done,
+                                   int *sim_status) {
+  int je_status = wait_status(start_trace(r->valgrind, "jemalloc", a->prog, r->dir, r->je, NULL, r->je_trace));
+  /* If valgrind never opened the FIFO, tlbsim waits in open() (or is about to): open and
+   * close the write end once a reader is there, which hands it an end of file. ENXIO
+   * means no reader yet, or tlbsim is already past this trace: poll until it exits. */
+  for (;;) {
+    int fd = open(r->je_trace, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      close(fd);
+      break;
+    }
+    int st;
+    if (errno != ENXIO) break;
+    if (waitpid(sim_pid, &st, WNOHANG) == sim_pid) {
+      *sim_done = 1;
+      *sim_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      break;
+    }
+    usleep(20000);
+  }
+  return je_status;
+}
+
+/* jemalloc's traced run and the simulation of both traces; prints the comparison. Returns 0
+ * when it was printed. */
+static int compare_simulate(const compare_args_t *a, compare_run_t *r) {
+  /* Without --keep, jemalloc's trace streams through a FIFO straight into tlbsim: lackey
+   * traces take ~16 bytes per access, and this one never has to sit on disk. */
+  int stream = !a->keep && mkfifo(r->je_trace, 0600) == 0;
+  if (!stream) {
+    if (check_trace(wait_status(start_trace(r->valgrind, "jemalloc", a->prog, r->dir, r->je, NULL, r->je_trace)),
+                    "jemalloc", a->prog[0], r->dir) != 0)
+      return -1;
+  }
+  pid_t sim_pid = compare_start_tlbsim(a, r);
   if (sim_pid < 0) {
-    fprintf(stderr, "tlbpack compare: cannot start %s: %s\n", tlbsim, strerror(errno));
-    goto out;
+    fprintf(stderr, "tlbpack compare: cannot start %s: %s\n", r->tlbsim, strerror(errno));
+    return -1;
   }
   int je_status = 0, sim_status = -1, sim_done = 0;
-  if (stream) {
-    je_pid = start_trace(valgrind, "jemalloc", argv + optind, dir, je, NULL, je_trace);
-    je_status = wait_status(je_pid);
-    /* If valgrind never opened the FIFO, tlbsim waits in open() (or is about to): open and
-     * close the write end once a reader is there, which hands it an end of file. ENXIO
-     * means no reader yet, or tlbsim is already past this trace: poll until it exits. */
-    for (;;) {
-      int fd = open(je_trace, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-      if (fd >= 0) {
-        close(fd);
-        break;
-      }
-      int st;
-      if (errno != ENXIO) break;
-      if (waitpid(sim_pid, &st, WNOHANG) == sim_pid) {
-        sim_done = 1;
-        sim_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        break;
-      }
-      usleep(20000);
-    }
-  }
+  if (stream) je_status = compare_stream_jemalloc(a, r, sim_pid, &sim_done, &sim_status);
   if (!sim_done) sim_status = wait_status(sim_pid);
-  if (stream && check_trace(je_status, "jemalloc", argv[optind], dir) != 0) goto out;
+  if (stream && check_trace(je_status, "jemalloc", a->prog[0], r->dir) != 0) return -1;
   if (sim_status != 0) {
-    fprintf(stderr, "tlbpack compare: %s --compare failed (status %d):\n", tlbsim, sim_status);
-    cat_file(sim_out);
-    goto out;
+    fprintf(stderr, "tlbpack compare: %s --compare failed (status %d):\n", r->tlbsim, sim_status);
+    cat_file(r->sim_out);
+    return -1;
   }
   unsigned long long acc_je, acc_tp;
-  if (report_accesses(sim_out, &acc_je, &acc_tp) == 0 && (acc_je == 0 || acc_tp == 0)) {
+  if (report_accesses(r->sim_out, &acc_je, &acc_tp) == 0 && (acc_je == 0 || acc_tp == 0)) {
     const char *label = acc_je == 0 ? "jemalloc" : "tlbpack";
     fprintf(stderr, "tlbpack compare: the %s trace holds no memory accesses: valgrind did not trace %s "
-                    "(see %s/%s.out)\n", label, argv[optind], dir, label);
-    goto out;
+                    "(see %s/%s.out)\n", label, a->prog[0], r->dir, label);
+    return -1;
   }
-  cat_file(sim_out);
-  rc = 0;
-  failed_in_run = 0;
-out:
+  cat_file(r->sim_out);
+  return 0;
+}
+
+/* Keeps the run's files (--keep), leaves the small ones behind after a failure, or removes
+ * them all. */
+static void compare_clean_up(const char *keep, int failed, const compare_run_t *r) {
   if (keep) {
-    fprintf(stderr, "tlbpack compare: traces, regions and program output kept in %s\n", dir);
-  } else if (failed_in_run) {
-    snprintf(je_trace, sizeof je_trace, "%s/jemalloc.trace", dir);
-    unlink(je_trace); /* a FIFO, or a trace too large to leave behind unasked */
-    unlink(tp_trace);
-    fprintf(stderr, "tlbpack compare: program output and regions left in %s for a look\n", dir);
+    fprintf(stderr, "tlbpack compare: traces, regions and program output kept in %s\n", r->dir);
+  } else if (failed) {
+    unlink(r->je_trace); /* a FIFO, or a trace too large to leave behind unasked */
+    unlink(r->tp_trace);
+    fprintf(stderr, "tlbpack compare: program output and regions left in %s for a look\n", r->dir);
   } else {
-    remove_dir(dir);
+    remove_dir(r->dir);
   }
-  return rc;
+}
+
+int tpc_cmd_compare(int argc, char **argv) {
+  compare_args_t a;
+  int rc = compare_parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  compare_run_t r;
+  rc = compare_find_tools(&a, &r);
+  if (rc >= 0) return rc;
+  rc = compare_make_dir(a.keep, &r);
+  if (rc >= 0) return rc;
+  int failed = compare_trace_tlbpack(&a, &r) != 0 || compare_simulate(&a, &r) != 0;
+  compare_clean_up(a.keep, failed, &r);
+  return failed ? TPC_EXIT_FAIL : 0;
 }

@@ -1,6 +1,6 @@
 /* What every benchmark workload shares: flags, a fast RNG, a clock, the hot-set registry that
  * turns hot object addresses into the TLB entries they need (pagemap + kpageflags), the binary
- * trace writer (format in README.md), the smaps copy and the one RESULT line.
+ * trace writer (format in tlbsim(1), TRACE FORMATS), the smaps copy and the one RESULT line.
  *
  * Contract with the harness: a workload prints exactly one line starting "RESULT " on stdout,
  * made of space-separated key=value pairs (values without spaces). Everything else goes to

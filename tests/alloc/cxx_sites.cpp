@@ -32,7 +32,7 @@ SITE(aligned_b, new Wide)
 static int check(const char *what, void *(*a)(), void *(*b)(), size_t size) {
   enum { WARM = 4000, N = 4000 };
   /* A new site is young and shares the shared group's slabs until it has shown that it keeps
-   * memory (README, Placement): both sites grow up first, their blocks kept. */
+   * memory (docs/design.md, "Young sites"): both sites grow up first, their blocks kept. */
   for (int i = 0; i < WARM; i++) {
     (void)a();
     (void)b();

@@ -446,8 +446,8 @@ Test(heap, a_lane_keeps_a_bursts_empty_slabs_for_the_next_burst_until_malloc_tri
   cr_assert_eq(out.mask_quiet, 0, "the group's mask still shows the lane keeping slabs");
 }
 
-/* Retained empty huge pages decay on the allocation clock and on time (README, Returning
- * memory): a page kept empty while the program made 4096 cache refills and for 100 ms goes
+/* Retained empty huge pages decay on the allocation clock and on time (docs/design.md, "Returning
+ * memory"): a page kept empty while the program made 4096 cache refills and for 100 ms goes
  * back at the next heap event. The clocks are moved here directly (the time through the OS
  * hooks table); that a refill moves the allocation clock is checked first. */
 static uint64_t fake_ms;

@@ -469,7 +469,7 @@ Test(adopt, hot_blocks_never_join_the_temporaries_that_cycle_between_them) {
   for (int i = 0; i < RING; i++) tp_free(ring[i]);
 }
 
-/* Young groups (README, Placement): once a site has a group of its own, the group's first
+/* Young groups (docs/design.md, "Young sites"): once a site has a group of its own, the group's first
  * slabs share one huge page with other such young groups; once the group holds exclusive_kb
  * of slabs it gets huge pages of its own, and the others stay young. Fake return addresses
  * stand for the sites (_tp_malloc_site); each site allocates until it has grown out of the

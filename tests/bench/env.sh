@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tlbbench runs every cell in a clean allocator environment (README, "How it measures"): the
+# tlbbench runs every cell in a clean allocator environment (docs/benchmarks.md, "How tlbbench measures"): the
 # caller's LD_PRELOAD, MALLOC_CONF, TLBPACK_CONF, GLIBC_TUNABLES, ... never reach a workload;
 # and when a workload's malloc does not come from the library preloaded for it, tlbbench warns.
 # Usage: env.sh BUILD_DIR

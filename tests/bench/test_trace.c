@@ -1,4 +1,4 @@
-/* A workload's --trace file is a valid binary trace (format in README.md) of the size asked,
+/* A workload's --trace file is a valid binary trace (format in tlbsim(1), TRACE FORMATS) of the size asked,
  * and --smaps leaves a copy of /proc/self/smaps. Runs the built wl_records and wl_chase. */
 #include <criterion/criterion.h>
 #include <stdint.h>

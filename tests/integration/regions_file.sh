@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # TLBPACK_CONF=regions:PATH writes the heap's ranges with their page sizes at exit, in the
-# format `tlbsim --regions` reads (README, "Regions file"), and tlbsim then counts the program's
+# format `tlbsim --regions` reads (tlbsim(1), REGIONS FILE), and tlbsim then counts the program's
 # heap accesses on those page sizes. Run with pool:auto,start_kb:0 (2 MiB pages from the first
 # byte when the pool or THP can give them) and pool:4k (4 KiB pages). The program prints a trace
 # of reads of its blocks.
@@ -21,7 +21,7 @@ for pool in auto 4k; do
   [ -s "$r" ] || tp_fail "pool:$pool: no regions file at $r"
   head -1 "$r" | grep -q '^# tlbpack regions v1' || tp_fail "pool:$pool: the regions file does not start with '# tlbpack regions v1': $(head -1 "$r")"
   # Every other line: START-END (hex, END exclusive, 2 MiB aligned) SIZE [SOURCE], in order, apart.
-  "$TP_PY" - "$r" "$t" "$pool" <<'PY' || tp_fail "pool:$pool: the regions file is not what the README says (above)"
+  "$TP_PY" - "$r" "$t" "$pool" <<'PY' || tp_fail "pool:$pool: the regions file is not what tlbsim(1) says (above)"
 import sys
 path, trace, pool = sys.argv[1:]
 ranges = []

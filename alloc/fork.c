@@ -12,6 +12,10 @@
 
 #include "internal.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 /* Fork and the pool. A private hugetlb page shared with a fork child is copied on the first
  * write to it, by whichever process writes first, from the pool's free pages. With none free
  * the writer gets SIGBUS (or, when the writer owns the mapping's reservation, the kernel
@@ -92,7 +96,10 @@ static char *copy_area(size_t len, char **base, size_t *span) {
     *base = tmp;
     *span = len + TP_HPAGE;
     char *al = (char *)(((uintptr_t)tmp + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
+    /* Backed before the copy, as huge pages where the kernel has them: faulted in by the copy
+     * itself, they came 4 KiB at a time or through a slower fault path. */
     madvise(al, len, MADV_HUGEPAGE);
+    madvise(al, len, MADV_POPULATE_WRITE);
     return al;
   }
   tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

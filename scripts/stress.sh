@@ -27,7 +27,7 @@ run() {  # run NAME CMD...
   timeout -k 10 "${STRESS_TIMEOUT:-1800}" "$@" >"$log_dir/$name.log" 2>&1
   rc=$?
   local summary
-  summary=$(grep -E 'PASS|SKIP|FAIL|^stress_threads: ops|fork_threads: [0-9]|fork_stress: pool|with_pool: pools|signals: [0-9]|cpython_suite: (under|without)|requests/s|aslimit: [0-9]|hugepool: after|conf_fuzz: [0-9]' "$log_dir/$name.log" | tail -6)
+  summary=$(grep -E 'PASS|SKIP|FAIL|^stress_threads: ops|fork_threads: [0-9]|fork_stress: pool|with_pool: pools|signals: [0-9]|cpython_suite: (under|without)|requests/s|redis_bgsave: (stock|tlbpack)|aslimit: [0-9]|hugepool: after|conf_fuzz: [0-9]' "$log_dir/$name.log" | tail -6)
   case $rc in
     0) pass=$((pass + 1)); printf 'stress: %-28s PASS  (%ds)\n' "$name" $((SECONDS - t0)) ;;
     77) skip=$((skip + 1)); printf 'stress: %-28s SKIP  (%ds)\n' "$name" $((SECONDS - t0)) ;;
@@ -68,6 +68,7 @@ run gxx_small_program     bash $it/real_gxx.sh
 run build_this_project    bash $it/build_project.sh
 run cpython_regrtest      bash $it/cpython_suite.sh
 run redis                 bash $it/redis.sh
+run redis_bgsave          bash $it/redis_bgsave.sh
 
 # The same allocator under its other settings: threads, real programs, groups by thread.
 for extra in pool:4k pool:thp group:thread group:none retain_mb:0; do

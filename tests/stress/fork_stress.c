@@ -1,7 +1,8 @@
 /* Randomized fork stress: a parent with a heap of every size class and large blocks forks
  * children that live while it goes on allocating and writing; each child checks what it
  * inherited, then allocates, frees, reallocates and rewrites (its writes to inherited blocks
- * are copy-on-write faults on pages it shares with the parent), checks again and exits. Worker
+ * are copy-on-write faults on pages it shares with the parent), checks again and exits. Each
+ * round also starts /bin/true by fork + exec, vfork + exec and posix_spawn. Worker
  * threads in the parent do the same to their own blocks, and one of them forks too. Every
  * block carries a tag at its start, at every 4 KiB and at its end; a mismatch is lost or
  * foreign data. Nothing is allowed to die of a signal: a child's death is counted and fails the
@@ -17,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/wait.h>
@@ -210,6 +212,28 @@ static void reap(pid_t pid) {
   }
 }
 
+extern char **environ;
+
+/* /bin/true three ways; each must exit 0. */
+static void spawn_true(void) {
+  char *argv[] = {"true", NULL};
+  pid_t c = fork();
+  if (c == 0) {
+    execv("/bin/true", argv);
+    _exit(127);
+  }
+  if (c > 0) reap(c);
+  c = vfork();
+  if (c == 0) {
+    execv("/bin/true", argv);
+    _exit(127);
+  }
+  if (c > 0) reap(c);
+  if (posix_spawn(&c, "/bin/true", NULL, NULL, argv, environ) == 0) reap(c);
+  else atomic_fetch_add(&child_bad, 1);
+  atomic_fetch_add(&forks, 3);
+}
+
 typedef struct {
   set_t set;
   int forker;
@@ -269,6 +293,7 @@ int main(int argc, char **argv) {
       kids[nk++] = c;
       for (int m = 0; m < 300; m++) mutate(&main_set, "parent"); /* writes while children live */
     }
+    spawn_true();
     for (int k = 0; k < nk; k++) reap(kids[k]);
     nk = 0;
     check_all(&main_set, "parent");
@@ -280,7 +305,7 @@ int main(int argc, char **argv) {
     check_all(&w[t].set, "parent thread, end");
   }
   check_all(&main_set, "parent, end");
-  printf("fork_stress: %lu forks (%lu rounds of %d children, %d threads, one forking), %lu children ok, "
+  printf("fork_stress: %lu forks (%lu rounds of %d children and 3 of /bin/true, %d threads, one forking), %lu children ok, "
          "%lu died of a signal, %lu exited with an error, %lu mismatches in the parent's and children's checks\n",
          (unsigned long)forks, rounds, nchildren, nthreads, (unsigned long)child_ok, (unsigned long)child_signalled,
          (unsigned long)child_bad, (unsigned long)mismatches);

@@ -56,6 +56,12 @@
  *                 class holds: between a slot and a medium run), --keep of them live: the
  *                 allocator's path for the largest slab classes when the program writes a part of
  *                 each block.
+ * --mode fork    a server that saves in the background (redis's BGSAVE shape): one process keeps
+ *                 --keep records of 64 B-1 KiB, written whole; each of --ops rounds forks a child
+ *                 that reads every record (the snapshot it would write) and exits, while the
+ *                 parent replaces a tenth of the records at random (free + malloc + write), and
+ *                 waits for the child. ns per round: the fork, the parent's writes beside a
+ *                 live child (its copy-on-write faults) and the wait. Memory: the parent's peak.
  * --mode startup  runs --prog (argv words split on ',', '_' for a space) --ops times, one after another,
  *                 each with this process's environment (so the allocator preloaded here is
  *                 preloaded there): ns per run. Memory: the program's own VmHWM + HugetlbPages,
@@ -236,6 +242,47 @@ static double run_medium(void) {
   wl_note_peak();
   for (unsigned long i = 0; i < n_keep; i++) free(own[i]);
   munmap(own, n_keep * sizeof *own);
+  return ns;
+}
+
+/* ---- fork: a background save ------------------------------------------------------------ */
+static char *record(uint64_t *s, unsigned long i) {
+  size_t n = wl_rand_range(s, 64, 1024);
+  char *p = malloc(n);
+  if (!p) wl_die("out of memory at record %lu", i);
+  memset(p, (int)i, n);
+  p[0] = (char)n; /* what the child reads back: every record's first byte */
+  return p;
+}
+
+static double run_fork(void) {
+  char **rec = map_array(n_keep * sizeof *rec);
+  uint64_t s = wl_seed;
+  for (unsigned long i = 0; i < n_keep; i++) rec[i] = record(&s, i);
+  double t0 = wl_now_ns();
+  for (unsigned long r = 0; r < n_ops; r++) {
+    pid_t c = fork();
+    if (c < 0) wl_die("fork failed: %s", strerror(errno));
+    if (c == 0) {
+      unsigned long sum = 0;
+      for (unsigned long i = 0; i < n_keep; i++) sum += (unsigned char)rec[i][0];
+      _exit(sum == 0 ? 1 : 0);
+    }
+    for (unsigned long k = 0; k < n_keep / 10; k++) {
+      size_t i = wl_rand(&s) % n_keep;
+      free(rec[i]);
+      rec[i] = record(&s, i);
+    }
+    int st;
+    while (waitpid(c, &st, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      wl_die("round %lu: the child %s %d", r, WIFSIGNALED(st) ? "died of signal" : "exited with status",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  }
+  double ns = wl_now_ns() - t0;
+  wl_note_peak();
+  for (unsigned long i = 0; i < n_keep; i++) free(rec[i]);
+  munmap(rec, n_keep * sizeof *rec);
   return ns;
 }
 
@@ -479,7 +526,7 @@ static double run_startup(void) {
 
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers or startup", 's', &mode},
+    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers, fork or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
@@ -511,8 +558,9 @@ int main(int argc, char **argv) {
     part_min = 33 << 10, part_max = 256 << 10;
     ns = run_partial(), name = "buffers", op = "free+malloc+write_a_tenth";
   }
+  else if (!strcmp(mode, "fork")) ns = run_fork(), name = "fork", op = "fork+writes+wait";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers, fork or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
   char extra[200];

@@ -41,9 +41,9 @@ grep -q "simulator columns" "$out/res2/summary.md" || fail "missing tlbsim not l
 grep -q '^chase,glibc,' "$out/res2/summary.csv" || fail "timed cell dropped without tlbsim"
 # the cost workloads run under every allocator they are given (two threads; malloc + 1000
 # writes + free per round for scratch-mt), each run's status 0 and a time
-"$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads threads-sizes,threads-glibc,scratch-mt,batches-mt,bursts-mt,handover-mt,medium,partial,buffers --allocators jemalloc,tlbpack \
+"$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads threads-sizes,threads-glibc,scratch-mt,batches-mt,bursts-mt,handover-mt,medium,partial,buffers,fork --allocators jemalloc,tlbpack \
   --out "$out/res4" >/dev/null 2>"$out/err" || fail "tlbbench (cost workloads) exited $?"
-for w in threads-sizes threads-glibc scratch-mt batches-mt bursts-mt handover-mt medium partial buffers; do
+for w in threads-sizes threads-glibc scratch-mt batches-mt bursts-mt handover-mt medium partial buffers fork; do
   for a in jemalloc tlbpack; do
     awk -F, -v w=$w -v a=$a '$1==w && $2==a && $4==0 && $6+0 > 0 { ok = 1 } END { exit !ok }' "$out/res4/runs.csv" \
       || fail "no successful $w x $a run with a time in runs.csv"

@@ -5,7 +5,8 @@
  * round also starts /bin/true by fork + exec, vfork + exec and posix_spawn. Worker
  * threads in the parent do the same to their own blocks, and one of them forks too. Every
  * block carries a tag at its start, at every 4 KiB and at its end; a mismatch is lost or
- * foreign data. Nothing is allowed to die of a signal: a child's death is counted and fails the
+ * foreign data. A child must share no hugetlbfs page with its parent (Shared_Hugetlb in its
+ * smaps_rollup, right after the fork). Nothing is allowed to die of a signal: a child's death is counted and fails the
  * run; the parent's own death is its exit status.
  *
  * Run under LD_PRELOAD of any malloc. Under tlbpack the parent prints its stats at exit
@@ -172,9 +173,28 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* A child: checks what it inherited, works on it (and on new memory) for a while, checks again. */
+/* kB of hugetlbfs pages this process shares with another (Shared_Hugetlb), -1 unknown. */
+static long shared_hugetlb_kb(void) {
+  char line[256];
+  long kb = -1;
+  FILE *f = fopen("/proc/self/smaps_rollup", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "Shared_Hugetlb:", 15) == 0) kb = atol(line + 15);
+  if (f) fclose(f);
+  return kb;
+}
+
+/* A child: checks what it inherited, works on it (and on new memory) for a while, checks again.
+ * It shares no hugetlbfs page with its parent: a shared one is copied on write from the pool,
+ * and with none free the writer dies of SIGBUS. */
 static void child(set_t *s, unsigned long long seed, double live_s) {
   s->rng ^= seed * 0x9E3779B97F4A7C15ULL;
+  long shared = shared_hugetlb_kb();
+  if (shared > 0) {
+    atomic_fetch_add(&mismatches, 1);
+    printf("fork_stress: FAIL: child (pid %d) shares %ld kB of hugetlbfs pages with its parent\n", (int)getpid(), shared);
+    fflush(stdout);
+  }
   int ok = check_all(s, "child, inherited");
   set_t extra;
   set_init(&extra, s->bytes / 4, seed + 7); /* new pages of its own */

@@ -6,6 +6,7 @@
 #endif
 #include <errno.h>
 #include <sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -108,41 +109,61 @@ static char *copy_area(size_t len, char **base, size_t *span) {
   return tmp == MAP_FAILED ? NULL : tmp;
 }
 
-/* Moves [a, a + len) onto anonymous memory, its contents kept; 0 on success. */
-static int move_range(void *a, size_t len, int lazy) {
-  char *base, *al = NULL;
+/* Moves [a, a + len) onto anonymous memory, its contents kept; 0 on success. With `guard`
+ * (other threads run) the range is read-only while it is copied and moved: only for the copy
+ * itself, the copy area being backed beforehand. */
+static int move_range(void *a, size_t len, int lazy, int guard) {
+  char *base = NULL, *al = NULL;
   size_t span = 0;
-  converting_len = len;
-  atomic_store(&converting, (uintptr_t)a);
-  mprotect(a, len, PROT_READ); /* from here on, writers wait (segv_wait) */
   int rc = 0;
-  if (lazy && !touched(a, len)) {
-    /* Never written: fresh anonymous memory in place reads the same zeros. */
-    if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != a) rc = -1;
-    else madvise(a, len, MADV_HUGEPAGE);
-  } else if ((al = copy_area(len, &base, &span)) == NULL) {
-    rc = -1;
-  } else {
-    memcpy(al, a, len);
-    if (mremap(al, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
-      _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
-    /* What is left of the copy area around the moved range. */
-    if (al > base) munmap(base, (size_t)(al - base));
-    if (base + span > al + len) munmap(al + len, (size_t)(base + span - (al + len)));
+  converting_len = len;
+  if (lazy) {
+    atomic_store(&converting, (uintptr_t)a);
+    if (guard) mprotect(a, len, PROT_READ); /* from here on, writers wait (segv_wait) */
+    if (!touched(a, len)) {
+      /* Never written: fresh anonymous memory in place reads the same zeros. */
+      if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != a) rc = -1;
+      else madvise(a, len, MADV_HUGEPAGE);
+      goto done;
+    }
   }
-  if (rc != 0) mprotect(a, len, PROT_READ | PROT_WRITE); /* not moved: as it was */
+  if ((al = copy_area(len, &base, &span)) == NULL) {
+    rc = -1;
+    goto done;
+  }
+  if (!lazy) {
+    atomic_store(&converting, (uintptr_t)a);
+    if (guard) mprotect(a, len, PROT_READ);
+  }
+  memcpy(al, a, len);
+  if (mremap(al, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != a)
+    _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", a);
+  /* What is left of the copy area around the moved range. */
+  if (al > base) munmap(base, (size_t)(al - base));
+  if (base + span > al + len) munmap(al + len, (size_t)(base + span - (al + len)));
+done:
+  if (rc != 0 && guard && atomic_load(&converting)) mprotect(a, len, PROT_READ | PROT_WRITE); /* as it was */
   atomic_store(&converting, 0);
   return rc;
 }
 
+/* Whether this process runs other threads (the Threads: line of /proc/self/status; unknown:
+ * as if it did). */
+static int other_threads(void) { return _tp_os_file_long("/proc/self/status", "Threads:") != 1; }
+
+typedef struct {
+  int guard;
+  size_t failed;
+} move_t;
+
 static void move_off_pool(tp_hpage_t *h, void *arg) {
-  size_t *failed = arg;
+  move_t *m = arg;
   if (!is_hugetlb(h)) return;
   /* A 1 GiB page moves whole, from its first hpage (the kernel cannot split it). */
   size_t n = h->source == TP_SRC_1G ? TP_GIB / TP_HPAGE : 1;
   if (n > 1 && (h->addr & (TP_GIB - 1)) != 0) return;
-  if (move_range((void *)h->addr, n * TP_HPAGE, h->lazy) != 0) {
-    (*failed)++;
+  if (move_range((void *)h->addr, n * TP_HPAGE, h->lazy, m->guard) != 0) {
+    m->failed++;
     return;
   }
   for (size_t i = 0; i < n; i++) {
@@ -165,13 +186,26 @@ void _tp_heap_prefork(void) {
   _tp_heap_foreach(count_hugetlb, &held);
   if (held == 0) return;
   _tp_heap_ctr.forks_unshared++;
-  if (segv_handler_in_front() != 0) _tp_message("fork: no SIGSEGV handler for moving pool pages: %s", strerror(errno));
-  size_t failed = 0;
-  _tp_heap_foreach(move_off_pool, &failed);
-  if (failed) {
-    _tp_heap_ctr.fork_unshare_failed += failed;
+  /* No signal handler of this thread runs during the moves: one that wrote to the page being
+   * moved would wait for a move that cannot go on. Faults stay deliverable. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGILL);
+  sigdelset(&all, SIGFPE);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  /* Alone, nothing else can write to the heap meanwhile: no page is made read-only, so no
+   * write of another thread waits and no system call of another thread can fail with EFAULT. */
+  move_t m = {other_threads(), 0};
+  if (m.guard && segv_handler_in_front() != 0)
+    _tp_message("fork: no SIGSEGV handler for moving pool pages: %s", strerror(errno));
+  _tp_heap_foreach(move_off_pool, &m);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (m.failed) {
+    _tp_heap_ctr.fork_unshare_failed += m.failed;
     _tp_message("fork: %zu pool pages could not be moved off the pool (no memory for their copies): "
-                "they are shared with the child", failed);
+                "they are shared with the child", m.failed);
   }
 }
 

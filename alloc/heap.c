@@ -9,6 +9,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -286,12 +287,77 @@ static int starting(size_t adding) {
 }
 int _tp_heap_starting(size_t adding) { return _tp_opt.pool == TP_POOL_AUTO && starting(adding); }
 
+/* Collapses start page h. The kernel refuses a collapse for a transient reason (EAGAIN) while
+ * another thread faults in or writes the page's 4 KiB pages (two threads building records at
+ * one site): tried again at once a few times,
+ * then at the page's next carves, TP_COLLAPSE_TRIES times in all (h->start counts them). */
+#define TP_COLLAPSE_TRIES 8
+static void collapse_start(tp_hpage_t *h) {
+  for (int i = 0; i < 4; i++) {
+    if (_tp_hpage_collapse(h) == 0) {
+      h->start = 0;
+      return;
+    }
+    if (errno != EAGAIN) break;
+    sched_yield();
+  }
+  h->start = h->start >= TP_COLLAPSE_TRIES ? 0 : (uint8_t)(h->start + 1);
+}
+/* The invariant that start-small keeps (tests/alloc/test_start_small.c): past start, no slot run
+ * is carved on an hpage on 4 KiB pages but those of the group kept on them (_tp_group_4k) and
+ * an explicit group's first. Start pages hold what was placed while the heap (or the group)
+ * was young; a run carved on one past start is data placed like any other past start, often
+ * the next part of a structure the program built through it, so the page is collapsed
+ * first. What that makes resident is at most the page's untouched part, no more than
+ * a fresh huge page for the run would. A page whose collapse fails stays on 4 KiB pages. */
+static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_opt.start_bytes; }
+void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *owner) {
+  if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE || owner->on_4k || owner->explicit_) return;
+  if (!owner->grown && !past_start()) return;
+  collapse_start(h);
+}
+
+/* A group that fills a start page while the heap is young holds a structure of 2 MiB and more,
+ * which start_kb would keep on 4 KiB pages until the whole heap passes it: a program with a
+ * heap of 2-16 MiB whose hot set is larger than the L1 TLB's reach is on 4 KiB pages. Such
+ * a group grows up alone: its filled start pages (3/4 touched, the bound past start_kb) are
+ * collapsed and its next hpages are huge pages; the rest of the heap still starts small. Its
+ * cost is the group's last page, partly used, as for any group past start_kb. Looked at only
+ * when the group needs a new hpage, with at least TP_GROW_MIN_BYTES carved in the heap (a
+ * process under a MiB of heap takes no huge page). */
+#define TP_GROW_MIN_BYTES ((size_t)2 << 20)
+int _tp_heap_group_grows(tp_group_t *g) {
+  if (g->grown) return 1;
+  if (g->on_4k || g->explicit_ || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES) return 0;
+  int grows = 0;
+  for (unsigned used = TP_SLOTS * 3 / 4; used <= TP_SLOTS; used++)
+    for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
+      if (!h->start || h->source != TP_SRC_4K) continue;
+      size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
+      if (touched * 4 < (size_t)TP_HPAGE * 3) continue;
+      grows = 1;
+      collapse_start(h);
+    }
+  g->grown = (uint8_t)grows;
+  /* The group's first slabs, carved while its site was young, sit on the shared group's start
+   * pages: those a quarter touched or more (the bound past start_kb, policy.c) are collapsed
+   * with it. */
+  for (unsigned i = 0; grows && i < nstart_pages; i++) {
+    tp_hpage_t *h = start_pages[i];
+    if (!start_page_pending(h) || h->owner != TP_SHARED_GROUP) continue;
+    if (_tp_os_hooks.resident((void *)h->addr, TP_HPAGE) * 4 >= TP_HPAGE) collapse_start(h);
+  }
+  return grows;
+}
+
+static int group_grown_asks; /* _tp_hpage_get(TP_HPAGE_HUGE): a grown group's page, heap young */
 static int want_source(size_t adding) {
   int src = TP_SRC_HUGETLB, start = 0;
   switch (_tp_opt.pool) {
   case TP_POOL_THP: src = TP_SRC_THP; break;
   case TP_POOL_4K: src = TP_SRC_4K; break; /* placed by node all the same */
   case TP_POOL_AUTO: {
+    if (group_grown_asks && starting(adding)) break; /* huge, and the heap still starts small */
     start = starting(adding);
     if (start) src = TP_SRC_4K;
     else promote_start_pages();
@@ -400,6 +466,7 @@ tp_hpage_t *_tp_hpage_get(int small) {
     int node = _tp_os_hooks.current_node() & 7, best = -1;
     for (tp_hpage_t *e = empty_list; e && best < 2; e = e->next) {
       if (small == TP_HPAGE_4K_ONLY && (e->source != TP_SRC_4K || e->tail4k == TP_RUN_ALL_4K)) continue;
+      if (small == TP_HPAGE_HUGE && e->source == TP_SRC_4K) continue;
       int score = (e->tail4k != TP_RUN_ALL_4K) + (e->node == node && e->tail4k != TP_RUN_ALL_4K);
       if (score > best) best = score, h = e;
     }
@@ -418,7 +485,10 @@ tp_hpage_t *_tp_hpage_get(int small) {
     h = _tp_hpage_of((void *)cursor);
     cursor += TP_HPAGE;
   }
-  if (back(h, TP_SLOT, small != 0) != 0) {
+  group_grown_asks = small == TP_HPAGE_HUGE;
+  int failed = back(h, TP_SLOT, small != 0 && small != TP_HPAGE_HUGE) != 0;
+  group_grown_asks = 0;
+  if (failed) {
     put_on_list(h, TP_LIST_FREE);
     return NULL;
   }

@@ -311,10 +311,15 @@ static void collapse_start(tp_hpage_t *h) {
  * first. What that makes resident is at most the page's untouched part, no more than
  * a fresh huge page for the run would. A page whose collapse fails stays on 4 KiB pages. */
 static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_opt.start_bytes; }
-void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *owner) {
-  if (!h->start || h->source != TP_SRC_4K || h->state != TP_HP_ACTIVE || owner->on_4k || owner->explicit_) return;
-  if (!owner->grown && !past_start()) return;
-  collapse_start(h);
+void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
+  const tp_group_t *owner = _tp_groups[h->owner];
+  int past = past_start();
+  if (start_page_pending(h) && !owner->on_4k && !owner->explicit_ && (past || owner->grown)) collapse_start(h);
+  /* The group's first slabs, carved on a shared start page while its site was young, are
+   * often the start of what it goes on building: that page is collapsed with it. */
+  tp_hpage_t *y = g->young_hp;
+  if (y && y != h && !g->explicit_ && start_page_pending(y) && y->owner == TP_SHARED_GROUP && (past || g->grown))
+    collapse_start(y);
 }
 
 /* A group that fills a start page while the heap is young holds a structure of 2 MiB and more,
@@ -325,7 +330,7 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *owner) {
  * cost is the group's last page, partly used, as for any group past start_kb. Looked at only
  * when the group needs a new hpage, with at least TP_GROW_MIN_BYTES carved in the heap (a
  * process under a MiB of heap takes no huge page). */
-#define TP_GROW_MIN_BYTES ((size_t)2 << 20)
+#define TP_GROW_MIN_BYTES ((size_t)4 << 20)
 int _tp_heap_group_grows(tp_group_t *g) {
   if (g->grown) return 1;
   if (g->on_4k || g->explicit_ || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES) return 0;

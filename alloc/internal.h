@@ -567,9 +567,10 @@ int _tp_heap_take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k
 /* Whether the hpages [end, new_end) after a large run are reserved and unused, so that it can
  * grow over them (never-used ones at the cursor: the cursor moves past them); 1 if so. */
 int _tp_heap_extend_run(uintptr_t end, uintptr_t new_end) TP_INTERNAL;
-/* Past start (the heap's, or its owner's: `grown`), a start page that a slot run is about to be
- * carved on is collapsed into a huge page first (heap lock). */
-void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *owner) TP_INTERNAL;
+/* Past start (the heap's, or its owner's: `grown`), a start page that a slot run for group g is
+ * about to be carved on is collapsed into a huge page first, and so is the shared start page
+ * g filled while young (its young_hp); heap lock. */
+void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) TP_INTERNAL;
 /* Whether group g, about to take a new hpage while the heap starts small, has grown: it has
  * filled a start page (3/4 of it touched), which is collapsed then; its hpages are huge pages
  * from then on (heap lock). */
@@ -577,6 +578,14 @@ int _tp_heap_group_grows(tp_group_t *g) TP_INTERNAL;
 /* Takes out of `holes` (free slots) and `pages` the hpages still on 4 KiB start pages, whose
  * free slots cost nothing until touched. */
 void _tp_heap_start_holes(size_t *holes, size_t *pages) TP_INTERNAL;
+
+/* Data on 4 KiB pages (stats.c; the stats hpages_4k_live, live_4k_bytes, hpages_4k_start):
+ * hpages on 4 KiB pages holding blocks the program has, the bytes of those blocks, and of those
+ * hpages the slab pages of groups that are not kept on 4 KiB pages by design (the sparse
+ * buffers' group, an explicit group's first page): start pages, which past start are collapsed
+ * as soon as a run is carved on them (heap.c, _tp_heap_start_carve). */
+typedef struct { size_t hpages, bytes, young; } tp_live_4k_t;
+void _tp_stats_live_4k(tp_live_4k_t *out) TP_INTERNAL;
 
 typedef struct tp_heap_counters_s {
   size_t pages_by_source[TP_SRC_COUNT]; /* backed hpages now */

@@ -121,7 +121,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
       if (s >= 0) slot = s;
     }
   }
-  if (h->start) _tp_heap_start_carve(h, _tp_groups[h->owner]);
+  if (h->start || (g->young_hp && g->young_hp->start)) _tp_heap_start_carve(h, g);
   tp_slotmask_t bits = TP_SLOT_RUN(slot, n);
   *zeroed = (h->fresh_mask & bits) == bits;
   h->fresh_mask &= ~bits;

@@ -303,22 +303,36 @@ static void collapse_start(tp_hpage_t *h) {
   }
   h->start = h->start >= TP_COLLAPSE_TRIES ? 0 : (uint8_t)(h->start + 1);
 }
-/* The invariant that start-small keeps (tests/alloc/test_start_small.c): past start, no slot run
- * is carved on an hpage on 4 KiB pages but those of the group kept on them (_tp_group_4k) and
- * an explicit group's first. Start pages hold what was placed while the heap (or the group)
- * was young; a run carved on one past start is data placed like any other past start, often
- * the next part of a structure the program built through it, so the page is collapsed
- * first. What that makes resident is at most the page's untouched part, no more than
- * a fresh huge page for the run would. A page whose collapse fails stays on 4 KiB pages. */
+/* The rule start-small keeps past start (tests/alloc/test_start_small.c): no slot run is carved
+ * on an hpage on 4 KiB pages that holds data (start_page_holds_data: a quarter of it touched,
+ * or an eighth and half of what is carved), but on those of the group kept on them (_tp_group_4k) and an explicit group's first. Start
+ * pages hold what was placed while the heap (or the group) was young; a run carved on one
+ * past start is data placed like any other past start, often the next part of a structure the
+ * program built through it, so a page that holds data is collapsed first, with the shared start
+ * page the group filled while its site was young. What that makes resident is at most the
+ * page's untouched part, no more than a fresh huge page for the run would; a page with less
+ * touched (a few blocks of a site, or slabs carved and barely written) is left to the
+ * budgeted promotion (promote_start_pages), as a huge page would hold 2 MiB for it. A page
+ * whose collapse the kernel refuses stays on 4 KiB pages. */
+/* Whether start page h holds data worth a huge page: a quarter of it touched (128 TLB entries
+ * of 4 KiB for its data, against one), or an eighth where that is half of what is carved on it
+ * (a structure written as it was carved, not slabs carved whole and barely written: GNU xz's
+ * shared start page had 32 slots carved and 44 4 KiB pages touched). */
+static int start_page_holds_data(const tp_hpage_t *h) {
+  size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE), carved = (size_t)h->nused * TP_SLOT;
+  return touched * 4 >= TP_HPAGE || (touched * 8 >= TP_HPAGE && touched * 2 >= carved);
+}
 static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_opt.start_bytes; }
 void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
   const tp_group_t *owner = _tp_groups[h->owner];
   int past = past_start();
-  if (start_page_pending(h) && !owner->on_4k && !owner->explicit_ && (past || owner->grown)) collapse_start(h);
+  if (start_page_pending(h) && !owner->on_4k && !owner->explicit_ && (past || owner->grown) && start_page_holds_data(h))
+    collapse_start(h);
   /* The group's first slabs, carved on a shared start page while its site was young, are
    * often the start of what it goes on building: that page is collapsed with it. */
   tp_hpage_t *y = g->young_hp;
-  if (y && y != h && !g->explicit_ && start_page_pending(y) && y->owner == TP_SHARED_GROUP && (past || g->grown))
+  if (y && y != h && !g->explicit_ && start_page_pending(y) && y->owner == TP_SHARED_GROUP && (past || g->grown) &&
+      start_page_holds_data(y))
     collapse_start(y);
 }
 
@@ -333,7 +347,8 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
 #define TP_GROW_MIN_BYTES ((size_t)4 << 20)
 int _tp_heap_group_grows(tp_group_t *g) {
   if (g->grown) return 1;
-  if (g->on_4k || g->explicit_ || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES) return 0;
+  if (g->id == TP_SHARED_GROUP || g->on_4k || g->explicit_ || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES)
+    return 0;
   int grows = 0;
   for (unsigned used = TP_SLOTS * 3 / 4; used <= TP_SLOTS; used++)
     for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
@@ -344,14 +359,6 @@ int _tp_heap_group_grows(tp_group_t *g) {
       collapse_start(h);
     }
   g->grown = (uint8_t)grows;
-  /* The group's first slabs, carved while its site was young, sit on the shared group's start
-   * pages: those a quarter touched or more (the bound past start_kb, policy.c) are collapsed
-   * with it. */
-  for (unsigned i = 0; grows && i < nstart_pages; i++) {
-    tp_hpage_t *h = start_pages[i];
-    if (!start_page_pending(h) || h->owner != TP_SHARED_GROUP) continue;
-    if (_tp_os_hooks.resident((void *)h->addr, TP_HPAGE) * 4 >= TP_HPAGE) collapse_start(h);
-  }
   return grows;
 }
 

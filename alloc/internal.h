@@ -567,9 +567,9 @@ int _tp_heap_take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k
 /* Whether the hpages [end, new_end) after a large run are reserved and unused, so that it can
  * grow over them (never-used ones at the cursor: the cursor moves past them); 1 if so. */
 int _tp_heap_extend_run(uintptr_t end, uintptr_t new_end) TP_INTERNAL;
-/* Past start (the heap's, or its owner's: `grown`), a start page that a slot run for group g is
- * about to be carved on is collapsed into a huge page first, and so is the shared start page
- * g filled while young (its young_hp); heap lock. */
+/* Past start (the heap's, or its owner's: `grown`), a start page holding data (heap.c) that a
+ * slot run for group g is about to be carved on is collapsed into a huge page first, and so is
+ * the shared start page g filled while young (its young_hp), if it holds data; heap lock. */
 void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) TP_INTERNAL;
 /* Whether group g, about to take a new hpage while the heap starts small, has grown: it has
  * filled a start page (3/4 of it touched), which is collapsed then; its hpages are huge pages

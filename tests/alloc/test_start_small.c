@@ -244,6 +244,7 @@ Test(start_small, past_start_kb_a_start_page_a_run_is_carved_on_is_collapsed_fir
  * hot set of 6 MiB: 1536 TLB entries on 4 KiB pages, 3 on huge pages. */
 Test(start_small, a_group_that_fills_a_start_page_under_start_kb_takes_huge_pages) {
   TP_NEEDS_POOL_AUTO();
+  TP_NEEDS_GROUPS_APART(); /* the shared group, all there is under group:none, starts small whole */
   size_t start = _tp_opt.start_bytes;
   if (start < ((size_t)8 << 20)) cr_skip_test("start_kb %zu KiB: a 6 MiB heap is past it", start >> 10);
   enum { N = (6 << 20) / 256 };

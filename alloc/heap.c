@@ -202,8 +202,17 @@ static size_t backed_bytes(void) {
 }
 
 /* An hpage on 4 KiB pages collapsed into a huge page (THP), and counted as one; 0 on success. */
+#define TP_COLLAPSE_NOW 4
 int _tp_hpage_collapse(tp_hpage_t *h) {
-  if (_tp_os_hooks.promote((void *)h->addr) != 0) return -1;
+  /* The kernel refuses a collapse for a transient reason (EAGAIN) while another thread faults
+   * in or writes the page's 4 KiB pages: tried again at once a few times. */
+  int ok = 0;
+  for (int i = 0; i < TP_COLLAPSE_NOW && !ok; i++) {
+    ok = _tp_os_hooks.promote((void *)h->addr) == 0;
+    if (!ok && errno != EAGAIN) break;
+    if (!ok) sched_yield();
+  }
+  if (!ok) return -1;
   _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
   _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
   _tp_heap_ctr.promoted++;
@@ -287,21 +296,12 @@ static int starting(size_t adding) {
 }
 int _tp_heap_starting(size_t adding) { return _tp_opt.pool == TP_POOL_AUTO && starting(adding); }
 
-/* Collapses start page h. The kernel refuses a collapse for a transient reason (EAGAIN) while
- * another thread faults in or writes the page's 4 KiB pages (two threads building records at
- * one site): tried again at once a few times,
- * then at the page's next carves, TP_COLLAPSE_TRIES times in all (h->start counts them). */
+/* Collapses start page h; one the kernel refuses (after _tp_hpage_collapse's tries) is tried
+ * again at the page's next carves, TP_COLLAPSE_TRIES times in all (h->start counts them). */
 #define TP_COLLAPSE_TRIES 8
 static void collapse_start(tp_hpage_t *h) {
-  for (int i = 0; i < 4; i++) {
-    if (_tp_hpage_collapse(h) == 0) {
-      h->start = 0;
-      return;
-    }
-    if (errno != EAGAIN) break;
-    sched_yield();
-  }
-  h->start = h->start >= TP_COLLAPSE_TRIES ? 0 : (uint8_t)(h->start + 1);
+  if (_tp_hpage_collapse(h) == 0) h->start = 0;
+  else h->start = h->start >= TP_COLLAPSE_TRIES ? 0 : (uint8_t)(h->start + 1);
 }
 /* The rule start-small keeps past start (tests/alloc/test_start_small.c): no slot run is carved
  * on an hpage on 4 KiB pages that holds data (start_page_holds_data: a quarter of it touched,
@@ -326,7 +326,9 @@ static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_op
 void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
   const tp_group_t *owner = _tp_groups[h->owner];
   int past = past_start();
-  if (start_page_pending(h) && !owner->on_4k && !owner->explicit_ && (past || owner->grown) && start_page_holds_data(h))
+  /* An explicit group's first hpage has a rule of its own (runs.c, alloc_slots). */
+  int first = owner->explicit_ && h == owner->young_hp;
+  if (start_page_pending(h) && !owner->on_4k && !first && (past || owner->grown) && start_page_holds_data(h))
     collapse_start(h);
   /* The group's first slabs, carved on a shared start page while its site was young, are
    * often the start of what it goes on building: that page is collapsed with it. */
@@ -347,7 +349,7 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
 #define TP_GROW_MIN_BYTES ((size_t)4 << 20)
 int _tp_heap_group_grows(tp_group_t *g) {
   if (g->grown) return 1;
-  if (g->id == TP_SHARED_GROUP || g->on_4k || g->explicit_ || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES)
+  if (g->id == TP_SHARED_GROUP || g->on_4k || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES)
     return 0;
   int grows = 0;
   for (unsigned used = TP_SLOTS * 3 / 4; used <= TP_SLOTS; used++)

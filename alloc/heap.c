@@ -305,8 +305,9 @@ static void collapse_start(tp_hpage_t *h) {
 }
 /* The rule start-small keeps past start (tests/alloc/test_start_small.c): no slot run is carved
  * on an hpage on 4 KiB pages that holds data (start_page_holds_data: a quarter of it touched,
- * or an eighth and half of what is carved), but on those of the group kept on them (_tp_group_4k) and an explicit group's first. Start
- * pages hold what was placed while the heap (or the group) was young; a run carved on one
+ * or an eighth and half of what is carved), but on those of the group kept on them
+ * (_tp_group_4k) and an explicit group's first. Start pages hold what was placed while the
+ * heap (or the group) was young; a run carved on one
  * past start is data placed like any other past start, often the next part of a structure the
  * program built through it, so a page that holds data is collapsed first, with the shared start
  * page the group filled while its site was young. What that makes resident is at most the
@@ -344,8 +345,9 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
  * a group grows up alone: its filled start pages (3/4 touched, the bound past start_kb) are
  * collapsed and its next hpages are huge pages; the rest of the heap still starts small. Its
  * cost is the group's last page, partly used, as for any group past start_kb. Looked at only
- * when the group needs a new hpage, with at least TP_GROW_MIN_BYTES carved in the heap (a
- * process under a MiB of heap takes no huge page). */
+ * when the group needs a new hpage, with at least TP_GROW_MIN_BYTES carved in the heap: a
+ * process under it takes no huge page (python3 -c pass peaks at 1.2-2.7 MB). The shared group
+ * does not grow up: it holds every young site's first blocks, and its pages are partly used. */
 #define TP_GROW_MIN_BYTES ((size_t)4 << 20)
 int _tp_heap_group_grows(tp_group_t *g) {
   if (g->grown) return 1;

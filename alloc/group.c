@@ -71,6 +71,7 @@ static tp_group_t *group_new(const char *name) {
     g->explicit_ = 0;
     g->ordered = 0;
     g->on_4k = 0;
+    g->grown = 0;
     g->arena_cur = NULL;
     g->young_hp = NULL;
     g->site = 0;

@@ -9,6 +9,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -201,8 +202,17 @@ static size_t backed_bytes(void) {
 }
 
 /* An hpage on 4 KiB pages collapsed into a huge page (THP), and counted as one; 0 on success. */
+#define TP_COLLAPSE_NOW 4
 int _tp_hpage_collapse(tp_hpage_t *h) {
-  if (_tp_os_hooks.promote((void *)h->addr) != 0) return -1;
+  /* The kernel refuses a collapse for a transient reason (EAGAIN) while another thread faults
+   * in or writes the page's 4 KiB pages: tried again at once a few times. */
+  int ok = 0;
+  for (int i = 0; i < TP_COLLAPSE_NOW && !ok; i++) {
+    ok = _tp_os_hooks.promote((void *)h->addr) == 0;
+    if (!ok && errno != EAGAIN) break;
+    if (!ok) sched_yield();
+  }
+  if (!ok) return -1;
   _tp_heap_ctr.pages_by_source[TP_SRC_4K]--;
   _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
   _tp_heap_ctr.promoted++;
@@ -286,12 +296,84 @@ static int starting(size_t adding) {
 }
 int _tp_heap_starting(size_t adding) { return _tp_opt.pool == TP_POOL_AUTO && starting(adding); }
 
+/* Collapses start page h; one the kernel refuses (after _tp_hpage_collapse's tries) is tried
+ * again at the page's next carves, TP_COLLAPSE_TRIES times in all (h->start counts them). */
+#define TP_COLLAPSE_TRIES 8
+static void collapse_start(tp_hpage_t *h) {
+  if (_tp_hpage_collapse(h) == 0) h->start = 0;
+  else h->start = h->start >= TP_COLLAPSE_TRIES ? 0 : (uint8_t)(h->start + 1);
+}
+/* The rule start-small keeps past start (tests/alloc/test_start_small.c): no slot run is carved
+ * on an hpage on 4 KiB pages that holds data (start_page_holds_data: a quarter of it touched,
+ * or an eighth and half of what is carved), but on those of the group kept on them
+ * (_tp_group_4k) and an explicit group's first. Start pages hold what was placed while the
+ * heap (or the group) was young; a run carved on one
+ * past start is data placed like any other past start, often the next part of a structure the
+ * program built through it, so a page that holds data is collapsed first, with the shared start
+ * page the group filled while its site was young. What that makes resident is at most the
+ * page's untouched part, no more than a fresh huge page for the run would; a page with less
+ * touched (a few blocks of a site, or slabs carved and barely written) is left to the
+ * budgeted promotion (promote_start_pages), as a huge page would hold 2 MiB for it. A page
+ * whose collapse the kernel refuses stays on 4 KiB pages. */
+/* Whether start page h holds data worth a huge page: a quarter of it touched (128 TLB entries
+ * of 4 KiB for its data, against one), or an eighth where that is half of what is carved on it
+ * (a structure written as it was carved, not slabs carved whole and barely written: GNU xz's
+ * shared start page had 32 slots carved and 44 4 KiB pages touched). */
+static int start_page_holds_data(const tp_hpage_t *h) {
+  size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE), carved = (size_t)h->nused * TP_SLOT;
+  return touched * 4 >= TP_HPAGE || (touched * 8 >= TP_HPAGE && touched * 2 >= carved);
+}
+static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_opt.start_bytes; }
+void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
+  const tp_group_t *owner = _tp_groups[h->owner];
+  int past = past_start();
+  /* An explicit group's first hpage has a rule of its own (runs.c, alloc_slots). */
+  int first = owner->explicit_ && h == owner->young_hp;
+  if (start_page_pending(h) && !owner->on_4k && !first && (past || owner->grown) && start_page_holds_data(h))
+    collapse_start(h);
+  /* The group's first slabs, carved on a shared start page while its site was young, are
+   * often the start of what it goes on building: that page is collapsed with it. */
+  tp_hpage_t *y = g->young_hp;
+  if (y && y != h && !g->explicit_ && start_page_pending(y) && y->owner == TP_SHARED_GROUP && (past || g->grown) &&
+      start_page_holds_data(y))
+    collapse_start(y);
+}
+
+/* A group that fills a start page while the heap is young holds a structure of 2 MiB and more,
+ * which start_kb would keep on 4 KiB pages until the whole heap passes it: a program with a
+ * heap of 2-16 MiB whose hot set is larger than the L1 TLB's reach is on 4 KiB pages. Such
+ * a group grows up alone: its filled start pages (3/4 touched, the bound past start_kb) are
+ * collapsed and its next hpages are huge pages; the rest of the heap still starts small. Its
+ * cost is the group's last page, partly used, as for any group past start_kb. Looked at only
+ * when the group needs a new hpage, with at least TP_GROW_MIN_BYTES carved in the heap: a
+ * process under it takes no huge page (python3 -c pass peaks at 1.2-2.7 MB). The shared group
+ * does not grow up: it holds every young site's first blocks, and its pages are partly used. */
+#define TP_GROW_MIN_BYTES ((size_t)4 << 20)
+int _tp_heap_group_grows(tp_group_t *g) {
+  if (g->grown) return 1;
+  if (g->id == TP_SHARED_GROUP || g->on_4k || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES)
+    return 0;
+  int grows = 0;
+  for (unsigned used = TP_SLOTS * 3 / 4; used <= TP_SLOTS; used++)
+    for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
+      if (!h->start || h->source != TP_SRC_4K) continue;
+      size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
+      if (touched * 4 < (size_t)TP_HPAGE * 3) continue;
+      grows = 1;
+      collapse_start(h);
+    }
+  g->grown = (uint8_t)grows;
+  return grows;
+}
+
+static int group_grown_asks; /* _tp_hpage_get(TP_HPAGE_HUGE): a grown group's page, heap young */
 static int want_source(size_t adding) {
   int src = TP_SRC_HUGETLB, start = 0;
   switch (_tp_opt.pool) {
   case TP_POOL_THP: src = TP_SRC_THP; break;
   case TP_POOL_4K: src = TP_SRC_4K; break; /* placed by node all the same */
   case TP_POOL_AUTO: {
+    if (group_grown_asks && starting(adding)) break; /* huge, and the heap still starts small */
     start = starting(adding);
     if (start) src = TP_SRC_4K;
     else promote_start_pages();
@@ -400,6 +482,7 @@ tp_hpage_t *_tp_hpage_get(int small) {
     int node = _tp_os_hooks.current_node() & 7, best = -1;
     for (tp_hpage_t *e = empty_list; e && best < 2; e = e->next) {
       if (small == TP_HPAGE_4K_ONLY && (e->source != TP_SRC_4K || e->tail4k == TP_RUN_ALL_4K)) continue;
+      if (small == TP_HPAGE_HUGE && e->source == TP_SRC_4K) continue;
       int score = (e->tail4k != TP_RUN_ALL_4K) + (e->node == node && e->tail4k != TP_RUN_ALL_4K);
       if (score > best) best = score, h = e;
     }
@@ -418,7 +501,10 @@ tp_hpage_t *_tp_hpage_get(int small) {
     h = _tp_hpage_of((void *)cursor);
     cursor += TP_HPAGE;
   }
-  if (back(h, TP_SLOT, small != 0) != 0) {
+  group_grown_asks = small == TP_HPAGE_HUGE;
+  int failed = back(h, TP_SLOT, small != 0 && small != TP_HPAGE_HUGE) != 0;
+  group_grown_asks = 0;
+  if (failed) {
     put_on_list(h, TP_LIST_FREE);
     return NULL;
   }

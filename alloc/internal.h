@@ -426,6 +426,8 @@ struct tp_group_s {
   uint8_t explicit_;     /* created with tp_group_create */
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
   uint8_t on_4k;         /* its hpages are on 4 KiB pages, never collapsed (_tp_group_4k) */
+  uint8_t grown;         /* it filled a start page while the heap was young: its hpages are huge
+                          * pages from then on, as past start_kb (heap.c, _tp_heap_group_grows) */
   uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
   _Atomic uint8_t idle;  /* group:thread: its thread has exited and no new one took it yet */
   /* Bit i: lane i has filled. A lane never used is never read (its lines stay cold and, in a
@@ -539,6 +541,8 @@ extern size_t _tp_heap_used_bytes TP_INTERNAL; /* slot runs and large runs carve
 tp_hpage_t *_tp_hpage_get(int small) TP_INTERNAL;
 /* The same, on 4 KiB pages whatever it is: a retained one on 4 KiB pages, else a new one. */
 #define TP_HPAGE_4K_ONLY 2
+/* The same, a new one on a huge page even while the heap starts small (a grown group's). */
+#define TP_HPAGE_HUGE 3
 /* An hpage with nothing left on it: retained, or given back beyond `budget` bytes of retained
  * empty pages (the oldest go first); _tp_hpage_give_back gives it back whatever the budget. */
 void _tp_hpage_empty(tp_hpage_t *h, size_t budget) TP_INTERNAL;
@@ -565,9 +569,25 @@ int _tp_heap_take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k
 /* Whether the hpages [end, new_end) after a large run are reserved and unused, so that it can
  * grow over them (never-used ones at the cursor: the cursor moves past them); 1 if so. */
 int _tp_heap_extend_run(uintptr_t end, uintptr_t new_end) TP_INTERNAL;
+/* Past start (the heap's, or its owner's: `grown`), a start page holding data (heap.c) that a
+ * slot run for group g is about to be carved on is collapsed into a huge page first, and so is
+ * the shared start page g filled while young (its young_hp), if it holds data; heap lock. */
+void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) TP_INTERNAL;
+/* Whether group g, about to take a new hpage while the heap starts small, has grown: it has
+ * filled a start page (3/4 of it touched), which is collapsed then; its hpages are huge pages
+ * from then on (heap lock). */
+int _tp_heap_group_grows(tp_group_t *g) TP_INTERNAL;
 /* Takes out of `holes` (free slots) and `pages` the hpages still on 4 KiB start pages, whose
  * free slots cost nothing until touched. */
 void _tp_heap_start_holes(size_t *holes, size_t *pages) TP_INTERNAL;
+
+/* Data on 4 KiB pages (stats.c; the stats hpages_4k_live, live_4k_bytes, hpages_4k_start):
+ * hpages on 4 KiB pages holding blocks the program has, the bytes of those blocks, and of those
+ * hpages the slab pages of groups that are not kept on 4 KiB pages by design (the sparse
+ * buffers' group, an explicit group's first page): start pages, which past start are collapsed
+ * as soon as a run is carved on them (heap.c, _tp_heap_start_carve). */
+typedef struct { size_t hpages, bytes, young; } tp_live_4k_t;
+void _tp_stats_live_4k(tp_live_4k_t *out) TP_INTERNAL;
 
 typedef struct tp_heap_counters_s {
   size_t pages_by_source[TP_SRC_COUNT]; /* backed hpages now */

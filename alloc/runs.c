@@ -96,6 +96,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
       if (y->state == TP_HP_ACTIVE && y->owner == g->id && y->source == TP_SRC_4K && _tp_hpage_collapse(y) == 0)
         y->tail4k = 0, y->start = 0;
     }
+    if (!small && _tp_heap_group_grows(owner)) small = TP_HPAGE_HUGE;
     h = _tp_hpage_get(small);
     if (h == NULL) return NULL;
     if (small && h->source == TP_SRC_4K) g->young_hp = h;
@@ -120,6 +121,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
       if (s >= 0) slot = s;
     }
   }
+  if (h->start || (g->young_hp && g->young_hp->start)) _tp_heap_start_carve(h, g);
   tp_slotmask_t bits = TP_SLOT_RUN(slot, n);
   *zeroed = (h->fresh_mask & bits) == bits;
   h->fresh_mask &= ~bits;

@@ -89,6 +89,48 @@ static const char *pool_name(void) {
   return names[_tp_opt.pool & 3];
 }
 
+/* Data on 4 KiB pages: the hpages on 4 KiB pages that hold blocks the program has (handed out,
+ * not in a thread cache), the bytes of those blocks, and of those hpages the ones held by the
+ * groups start-small leaves on 4 KiB pages only while young (heap.c, _tp_heap_start_carve):
+ * neither the sparse buffers' group nor an explicit group, nor a large run put there by its
+ * site. Heap lock held. */
+static void live_4k_page(tp_hpage_t *h, void *arg) {
+  tp_live_4k_t *a = arg;
+  if (h->source != TP_SRC_4K) return;
+  size_t bytes = 0;
+  if (h->state == TP_HP_ACTIVE) {
+    for (unsigned i = 0; i < TP_SLOTS; i++) {
+      tp_slab_t *s = h->slot_slab[i];
+      if (s == NULL || s->first_slot != i || s->hp != h) continue;
+      for (unsigned o = 0; o < s->nobj; o++) {
+        uint8_t v = __atomic_load_n(&s->live[o], __ATOMIC_RELAXED);
+        if (s->kind == TP_SLAB_ARENA && (v & TP_ARENA_FREED)) v = 0;
+        if (s->kind == TP_SLAB_SMALL && v && _tp_block_cached(s->base + (uintptr_t)o * s->size)) v = 0;
+        if (s->kind == TP_SLAB_ARENA) bytes += (size_t)v * TP_GRANULE;
+        else if (v) bytes += s->kind == TP_SLAB_MEDIUM ? _tp_run_usable(s) : s->size;
+      }
+    }
+  } else if (h->state == TP_HP_LARGE) {
+    tp_slab_t *s = h->slot_slab[0];
+    if (s && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED)) bytes = _tp_run_usable(s);
+  } else {
+    return;
+  }
+  if (bytes == 0) return;
+  a->hpages++;
+  a->bytes += bytes;
+  const tp_group_t *g = h->state == TP_HP_ACTIVE ? _tp_groups[h->owner] : NULL;
+  if (g && !g->on_4k && !g->explicit_) a->young++;
+}
+
+void _tp_stats_live_4k(tp_live_4k_t *out) {
+  memset(out, 0, sizeof *out);
+  if (atomic_load(&_tp_ready) == 0) return;
+  _tp_lock(&_tp_heap_lock);
+  _tp_heap_foreach(live_4k_page, out);
+  _tp_unlock(&_tp_heap_lock);
+}
+
 /* Every stats field, once: the text report and the JSON object print this one table. */
 typedef struct {
   const char *name;
@@ -109,6 +151,8 @@ void tp_stats_print(FILE *out, int json) {
   _tp_meta_pages(&mp);
   unsigned nsites, split, class_keys;
   _tp_site_counts(&nsites, &split, &class_keys);
+  tp_live_4k_t l4;
+  _tp_stats_live_4k(&l4);
 #define U(k, x) {k, 'u', {.u = (x)}}
   const tp_field_t f[] = {
       U("allocated_total", st.allocated_total), U("nmalloc", nm), U("nfree", nf), U("live_bytes", st.live_bytes),
@@ -116,7 +160,8 @@ void tp_stats_print(FILE *out, int json) {
       U("mapped_bytes", st.mapped_bytes), U("pages_hugetlbfs", st.pages_hugetlbfs), U("pages_thp", st.pages_thp),
       U("pages_4k", st.pages_4k), U("pages_1g", c.pages_by_source[TP_SRC_1G]), U("gpages", _tp_os.gpages_taken),
       U("fallbacks", st.fallbacks), U("pages_returned", st.pages_returned), {"density", 'd', {.d = st.density}},
-      U("fork_unshared", c.fork_unshared), U("pages_promoted", c.promoted), U("large_runs_4k", c.large_4k), U("pool_pages_peak", _tp_os.pool_peak),
+      U("fork_unshared", c.fork_unshared), U("pages_promoted", c.promoted), U("large_runs_4k", c.large_4k),
+      U("hpages_4k_live", l4.hpages), U("live_4k_bytes", l4.bytes), U("hpages_4k_start", l4.young), U("pool_pages_peak", _tp_os.pool_peak),
       U("pool_capped", _tp_os.pool_capped), {"pool_max", 'm', {.u = _tp_opt.pool_max}},
       U("hugetlb_windows", _tp_os.hugetlb_windows), U("hugetlb_files", _tp_os.hugetlb_files),
       U("hugetlb_single", _tp_os.hugetlb_single), U("forks_unshared", c.forks_unshared),

@@ -188,4 +188,37 @@ void tb_write_program_targets(FILE *f, const tb_cell_t *cells, size_t n);
 /* .dat + .gp + .png per plot in dir; returns the number of PNGs made (0 without gnuplot). */
 int tb_write_plots(const char *dir, const tb_cell_t *cells, size_t n);
 
+/* ---- the TLB sweep (harness_sweep.c, tlbbench --sweep) ------------------------------------- */
+typedef struct tb_sweep_shape_s {
+  const char *name;    /* "one-site" */
+  const char *flags;   /* wl_sweep's flags but --heap-kb and --lookups */
+  const char *what;
+} tb_sweep_shape_t;
+extern const tb_sweep_shape_t tb_sweep_shapes[];
+extern const size_t tb_sweep_nshapes;
+#define TB_SWEEP_HOT_MIN ((size_t)4 << 20) /* the promise on entries holds from this hot set on */
+typedef struct tb_sweep_cell_s {
+  int ok;              /* ran, and its hot set was counted from pagemap */
+  long entries, floor, huge, hugetlb_kb;
+  size_t hot_bytes;
+  double mem_kb, ns;   /* peak RSS + hugetlb; median ns per lookup */
+  char note[160];
+} tb_sweep_cell_t;
+typedef struct tb_sweep_point_s {
+  size_t shape, heap_kb;
+  tb_sweep_cell_t cell[4]; /* tlbpack, tlbpack-plan, jemalloc, jemalloc-thp */
+  int miss;
+  char why[256];
+} tb_sweep_point_t;
+typedef struct tb_sweep_opts_s {
+  const char *out, *allocators, *shapes; /* allocators, shapes: comma-separated, NULL: all */
+  size_t max_kb;
+  int runs, check;      /* check: exit 3 when a point misses the promise */
+  unsigned long lookups;
+  double timeout_s;
+} tb_sweep_opts_t;
+/* Whether point p misses tlbpack's promise (1: why says which parts, "; "-separated). */
+int tb_sweep_verdict(const tb_sweep_point_t *p, char *why, size_t n);
+int tb_sweep(const tb_sweep_opts_t *o);
+
 #endif

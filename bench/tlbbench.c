@@ -14,8 +14,9 @@
 #include <unistd.h>
 
 typedef struct {
-  int scale, runs, runs_given, sim, keep_traces, list, pin_threads;
-  const char *out, *workloads, *allocators, *cpu, *tlbsim;
+  int scale, runs, runs_given, sim, keep_traces, list, pin_threads, sweep, check;
+  const char *out, *workloads, *allocators, *cpu, *tlbsim, *sweep_shapes;
+  unsigned long sweep_max_mb;
   unsigned long trace_max;
   double timeout_s;
 } tb_opts_t;
@@ -80,7 +81,13 @@ static void usage(FILE *f) {
     "  --pin-threads      a workload's threads run one per CPU (--pin), the same placement every run\n"
     "  --lib NAME=PATH    preload PATH for allocator NAME (or its family, e.g. jemalloc)\n"
     "  --timeout S        seconds before a run is killed (default 300)\n"
-    "  --list             print the workloads and allocators and exit\n");
+    "  --list             print the workloads and allocators and exit\n"
+    "  --sweep            only the TLB sweep (also the last part of --full): wl_sweep's shapes over a\n"
+    "                     live heap from 512 KiB up, x2 a step; tlbpack, tlbpack-plan, jemalloc,\n"
+    "                     jemalloc-thp (--allocators filters); sweep.csv, sweep.md, sweep_entries*.png\n"
+    "  --sweep-max-mb N   the sweep's largest heap (default: tiny 16, demo 256, full 2048)\n"
+    "  --sweep-shapes a,b the sweep's shapes (default all; --list names them)\n"
+    "  --check            exit 3 when a sweep point misses tlbpack's promise (sweep.md says which)\n");
 }
 
 static int has(const char *csv, const char *name) {
@@ -156,6 +163,32 @@ static void parse(int argc, char **argv, tb_opts_t *o) {
     else if (!strcmp(a, "--keep-traces")) o->keep_traces = 1;
     else if (!strcmp(a, "--pin-threads")) o->pin_threads = 1;
     else if (!strcmp(a, "--list")) o->list = 1;
+    else if (!strcmp(a, "--sweep")) o->sweep = 1;
+    else if (!strcmp(a, "--check")) o->check = 1;
+    else if (!strcmp(a, "--sweep-shapes")) {
+      NEEDV();
+      char buf[512];
+      snprintf(buf, sizeof buf, "%s", v);
+      for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t k = 0;
+        while (k < tb_sweep_nshapes && strcmp(tb_sweep_shapes[k].name, t)) k++;
+        if (k == tb_sweep_nshapes) {
+          fprintf(stderr, "tlbbench: unknown sweep shape '%s'; known:", t);
+          for (k = 0; k < tb_sweep_nshapes; k++) fprintf(stderr, " %s", tb_sweep_shapes[k].name);
+          fprintf(stderr, "\n");
+          exit(2);
+        }
+      }
+      o->sweep_shapes = v;
+    } else if (!strcmp(a, "--sweep-max-mb")) {
+      NEEDV();
+      char *e;
+      o->sweep_max_mb = strtoul(v, &e, 10);
+      if (*e || !o->sweep_max_mb || o->sweep_max_mb > 65536) {
+        fprintf(stderr, "tlbbench: --sweep-max-mb wants 1..65536, got '%s'\n", v);
+        exit(2);
+      }
+    }
     else if (!strcmp(a, "--trace-max")) {
       NEEDV();
       char *e;
@@ -303,7 +336,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < tb_nworkloads; i++) printf("  %-14s %s%s\n", tb_workloads[i].name, tb_workloads[i].what, tb_workloads[i].in_demo ? " [demo]" : "");
     printf("allocators:\n");
     for (size_t i = 0; i < tb_nallocs; i++) printf("  %-18s %s%s\n", tb_allocs[i].name, tb_allocs[i].what, has(demo_allocs, tb_allocs[i].name) ? " [demo]" : "");
+    printf("sweep shapes (--sweep):\n");
+    for (size_t i = 0; i < tb_sweep_nshapes; i++) printf("  %-22s %s\n", tb_sweep_shapes[i].name, tb_sweep_shapes[i].what);
     return 0;
+  }
+  tb_sweep_opts_t so = {o.out, o.allocators, o.sweep_shapes, 0, o.runs_given ? o.runs : 1, o.check, 0, o.timeout_s};
+  so.max_kb = (size_t)(o.sweep_max_mb ? o.sweep_max_mb : o.scale == TB_SCALE_TINY ? 16 : o.scale == TB_SCALE_DEMO ? 256 : 2048) << 10;
+  so.lookups = o.scale == TB_SCALE_TINY ? 20000 : o.scale == TB_SCALE_DEMO ? 200000 : 1000000;
+  if (o.sweep) {
+    if (mkdirs(o.out)) { note("tlbbench: cannot create %s: %s\n", o.out, strerror(errno)); return 1; }
+    return tb_sweep(&so);
   }
   char self[4096], wl_dir[4200], tlbsim[4200];
   if (tb_self_dir(self, sizeof self)) { note("tlbbench: cannot read /proc/self/exe\n"); return 1; }
@@ -568,6 +610,10 @@ int main(int argc, char **argv) {
   rc = 0;
   for (size_t i = 0; i < ncells; i++)
     if (cells[i].nruns == 0) rc = 1;  /* a cell that never ran is a failure of the benchmark */
+  if (o.scale == TB_SCALE_FULL && !o.workloads) { /* --full ends with the whole sweep */
+    int sr = tb_sweep(&so);
+    if (sr && !rc) rc = sr;
+  }
 out:
   free(cells);
   free(skipped);

@@ -184,3 +184,97 @@ Test(start_small, a_start_page_carved_3_4_full_but_untouched_is_not_collapsed) {
   for (int i = 0; i < K; i++) tp_free(blk[i]);
   tp_group_destroy(g);
 }
+
+/* The blocks of one call site, `n` of `size` bytes each, written whole. Not inlined: one site. */
+__attribute__((noinline)) static void site_blocks(void **p, int n, size_t size) {
+  for (int i = 0; i < n; i++) {
+    p[i] = tp_malloc(size);
+    cr_assert_not_null(p[i]);
+    memset(p[i], 1, size);
+  }
+}
+
+/* A start page the kernel would not collapse (refused: its start mark counts the tries), where
+ * a test cannot tell the rule from the kernel. */
+static void skip_if_collapse_refused(const tp_hpage_t *h) {
+  if (h->source == TP_SRC_4K && h->start > 1) cr_skip_test("the kernel refused MADV_COLLAPSE (%u tries)", h->start);
+}
+
+/* The rule start-small keeps past start_kb: no slot run is carved on an hpage on 4 KiB pages
+ * with a quarter of it or more touched (128 TLB entries of 4 KiB for what one huge page holds),
+ * but the sparse buffers' group's and an explicit group's first. A site that built a structure
+ * on its start page while the heap was young and goes on building it after the heap passed
+ * start_kb has that page collapsed as the first run past start_kb is carved on it: the data it
+ * reads, old and new, is on huge pages. Without the rule the new slabs filled the start page
+ * on 4 KiB pages, one TLB entry each 4 KiB. */
+Test(start_small, past_start_kb_a_start_page_a_run_is_carved_on_is_collapsed_first) {
+  TP_NEEDS_POOL_AUTO();
+  size_t start = _tp_opt.start_bytes;
+  if (start < ((size_t)4 << 20)) cr_skip_test("start_kb %zu KiB: no start page of 1 MiB", start >> 10);
+  enum { N = 8000 };
+  static void *before[N], *after[N];
+  site_blocks(before, N, 128); /* 1 MiB on start pages */
+  void *big = tp_malloc(start); /* the heap passes start_kb */
+  cr_assert_not_null(big);
+  site_blocks(after, N, 128);
+  for (int i = 0; i < N; i++) {
+    tp_hpage_t *a = _tp_hpage_of(after[i]);
+    skip_if_collapse_refused(a);
+    cr_assert_neq(a->source, TP_SRC_4K, "block %d allocated past start_kb is on 4 KiB pages (%u slots carved there)", i,
+                  a->nused);
+  }
+  for (int i = 0; i < N; i++) {
+    tp_hpage_t *h = _tp_hpage_of(before[i]);
+    skip_if_collapse_refused(h);
+    size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
+    cr_assert(h->source != TP_SRC_4K || touched * 4 < TP_HPAGE,
+              "block %d allocated before start_kb is on 4 KiB pages with %zu KiB of them touched", i, touched >> 10);
+  }
+  tp_live_4k_t l;
+  _tp_stats_live_4k(&l);
+  cr_assert_leq(l.bytes, (size_t)TP_HPAGE / 4, "%zu bytes live on %zu hpages on 4 KiB pages past start_kb", l.bytes,
+                l.hpages);
+  for (int i = 0; i < N; i++) tp_free(before[i]), tp_free(after[i]);
+  tp_free(big);
+}
+
+/* Under start_kb, a group that fills a start page (3/4 of it touched) with at least 4 MiB
+ * carved in the heap grows up alone: its filled page is collapsed and its next hpages are huge
+ * pages, while the heap is still young. A heap of 6 MiB of one site's 256-byte blocks is a
+ * hot set of 6 MiB: 1536 TLB entries on 4 KiB pages, 3 on huge pages. */
+Test(start_small, a_group_that_fills_a_start_page_under_start_kb_takes_huge_pages) {
+  TP_NEEDS_POOL_AUTO();
+  TP_NEEDS_GROUPS_APART(); /* the shared group, all there is under group:none, starts small whole */
+  size_t start = _tp_opt.start_bytes;
+  if (start < ((size_t)8 << 20)) cr_skip_test("start_kb %zu KiB: a 6 MiB heap is past it", start >> 10);
+  enum { N = (6 << 20) / 256 };
+  static void *p[N];
+  site_blocks(p, N, 256);
+  cr_assert(_tp_heap_starting(0), "a 6 MiB heap is past start_kb (%zu KiB)", start >> 10);
+  size_t on_4k = 0;
+  for (int i = 0; i < N; i += 16) { /* one block each 4 KiB */
+    tp_hpage_t *h = _tp_hpage_of(p[i]);
+    skip_if_collapse_refused(h);
+    on_4k += h->source == TP_SRC_4K;
+  }
+  /* What may be left on 4 KiB pages: the site's first blocks, on the shared start page it
+   * filled while young, when that page is under a quarter touched. */
+  cr_assert_lt(on_4k, TP_SLOTS * TP_SLOT / 4096 / 4, "%zu of %d 4 KiB pages of one site's 6 MiB are on 4 KiB pages",
+               on_4k, N / 16);
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+}
+
+/* ...and a small heap does not: 3 MiB of one site's blocks (a full start page, under 4 MiB
+ * carved) stays on 4 KiB pages, as python3 -c pass does with its 2.7 MB peak. */
+Test(start_small, a_group_that_fills_a_start_page_in_a_heap_under_4_mib_takes_no_huge_page) {
+  TP_NEEDS_POOL_AUTO();
+  if (_tp_opt.start_bytes < ((size_t)4 << 20)) cr_skip_test("start_kb %zu KiB: a 3 MiB heap is past it", _tp_opt.start_bytes >> 10);
+  enum { N = (3 << 20) / 256 };
+  static void *p[N];
+  site_blocks(p, N, 256);
+  tp_stats_t st;
+  tp_stats_get(&st);
+  cr_assert_eq(st.pages_hugetlbfs + st.pages_thp, 0, "%zu huge pages for one site's 3 MiB",
+               st.pages_hugetlbfs + st.pages_thp);
+  for (int i = 0; i < N; i++) tp_free(p[i]);
+}

@@ -6,40 +6,13 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "front.h"
 
 #define RA() ((uintptr_t)__builtin_return_address(0))
-
-/* ---- messages ------------------------------------------------------------------------ */
-static void vmessage(const char *fmt, va_list ap) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "tlbpack: ");
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
-  if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  ssize_t w = write(2, buf, (size_t)n);
-  (void)w;
-}
-
-void _tp_message(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmessage(fmt, ap);
-  va_end(ap);
-}
-
-void _tp_fatal(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmessage(fmt, ap);
-  va_end(ap);
-  abort();
-}
 
 /* These never return (they abort); they are not declared _Noreturn so that the free path
  * reaches them with a jump, and needs no stack frame of its own. */
@@ -53,7 +26,15 @@ static TP_NOINLINE __attribute__((noipa)) void *tag_lost(const void *p) {
 }
 
 /* ---- helpers ------------------------------------------------------------------------- */
-/* A block leaves bin b: its tag (internal.h, _tp_block_cached), b's address, is checked and
+/* The calling thread's cache; the core starts first when this is the process's first call. */
+static inline tp_tcache_t *tcache_get(void) {
+  tp_tcache_t *tc = _tp_tc;
+  if (TP_LIKELY(tc != &_tp_tcache_empty)) return tc;
+  if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) _tp_init();
+  return _tp_tcache_get();
+}
+
+/* A block leaves bin b: its tag (types.h and tcache.h, _tp_block_cached), b's address, is checked and
  * cleared in one xor, so that a second copy of the block in a cache (a double free) finds no
  * tag when it leaves. The block's line is the one the program is about to write; its live
  * byte stays 1 from the refill, except for an entry with bit 0 (pop_fresh). */
@@ -313,7 +294,7 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
 }
 
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) {
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   if (TP_UNLIKELY(size > (size_t)PTRDIFF_MAX)) return enomem();
   size_t req = size ? size : 1;
   tp_group_t *grp = _tp_groups[g];
@@ -347,7 +328,7 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site)
 static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   if (s->kind == TP_SLAB_ARENA) {
     size_t usable = _tp_arena_free(s, p);
-    count_free(_tp_tcache_get(), usable);
+    count_free(tcache_get(), usable);
     _tp_stats_out(-(ptrdiff_t)usable);
     return;
   }
@@ -355,7 +336,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   /* An exchange, not a load and a store: two racing frees must not both release the run. */
   if (!__atomic_exchange_n(&s->live[0], 0, __ATOMIC_ACQ_REL)) double_free(p);
   size_t usable = _tp_run_usable(s);
-  count_free(_tp_tcache_get(), usable);
+  count_free(tcache_get(), usable);
   _tp_stats_out(-(ptrdiff_t)usable);
   _tp_run_release(s);
 }
@@ -394,7 +375,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
     _tp_tbin_push(r, e);
     return;
   }
-  tc = _tp_tcache_get();
+  tc = tcache_get();
   tp_tbin_t *b = _tp_tbin_get(tc, s->group, s->cls);
   /* A bin that keeps nothing, of a group whose thread has exited: the block goes back at once,
    * with what waits in the remote bin, so that the group goes back when it is empty. */
@@ -470,7 +451,7 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
     free_dead(p, s);
     return;
   }
-  /* Live byte 1: out of the slab, handed out or in a thread cache. The tag (internal.h) is
+  /* Live byte 1: out of the slab, handed out or in a thread cache. The tag (types.h) is
    * written, not read: a cached block is checked when it leaves the bin, so the free does not
    * wait for the line of a block another thread wrote last (a consumer freeing what a producer
    * made: 97.7 -> 66.1 ns a pair, jemalloc 56.8). Written in the block rather than in a line of
@@ -556,7 +537,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 /* ---- the public API ------------------------------------------------------------------ */
 static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
   if (TP_UNLIKELY(_tp_os_discover_wanted == 1)) _tp_os_numa_check(); /* no lock held */
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   int route;
   unsigned g = group_for(tc, ra, size, &route);
   if (route == TP_ROUTE_SAMPLE) return alloc_medium(tc, g, size, 0, zero, ra); /* measured on 4 KiB pages */
@@ -621,7 +602,7 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
        (s->kind == TP_SLAB_LARGE && size <= ((size_t)1 << 46) &&
         _tp_run_grow(s, (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT)))) {
     size_t grown = _tp_run_usable(s) - old;
-    tp_tcache_t *tc = _tp_tcache_get();
+    tp_tcache_t *tc = tcache_get();
     tc->bytes_alloc += grown;
     tc->live_bytes += (ptrdiff_t)grown;
     _tp_stats_out((ptrdiff_t)grown);
@@ -675,7 +656,7 @@ static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
     size_t r = (size + alignment - 1) & ~(alignment - 1);
     if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);
   }
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   return _tp_alloc(size, alignment, group_for(tc, ra, size, NULL), 0, ra);
 }
 
@@ -718,7 +699,7 @@ int tp_posix_memalign(void **out, size_t alignment, size_t size) {
 }
 
 void *tp_valloc(size_t size) {
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   uintptr_t ra = RA();
   return _tp_alloc(size, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
 }
@@ -726,7 +707,7 @@ void *tp_valloc(size_t size) {
 void *tp_pvalloc(size_t size) {
   size_t r = (size + TP_PAGE - 1) & ~(size_t)(TP_PAGE - 1);
   if (r < size) return enomem();
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   uintptr_t ra = RA();
   return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "heap.h"
 
 /* Fork and the pool. A private hugetlb page shared with a fork child is copied on the first
  * write to it, by whichever process writes first, from the pool's free pages. With none free

@@ -2,7 +2,7 @@
  * the previous one when the kernel allows, so the page-table tree stays small), the records
  * of its hpages, backing them from the pool (or THP, or 4 KiB pages), and taking empty ones
  * back: retained for reuse, decayed, or given back beyond the retain limit. runs.c carves the
- * hpages into slot runs and large runs through the hpage layer declared in internal.h; which
+ * hpages into slot runs and large runs through the hpage layer declared in heap.h; which
  * hpage a slab goes to is filler.c's and policy.c's. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -15,23 +15,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "heap.h"
 
 tp_block_t *_tp_map[TP_MAP_ENTRIES];
 tp_lock_t _tp_heap_lock = TP_LOCK_INIT;
 
-/* A held lock: up to TP_LOCK_SPINS tries a pause apart (a few microseconds, longer than any
- * critical section here), then a sleep in pthread_mutex_lock. */
-#define TP_LOCK_SPINS 128
-void _tp_lock_contended(tp_lock_t *l) {
-  for (int i = 0; i < TP_LOCK_SPINS; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    if (pthread_mutex_trylock(l) == 0) return;
-  }
-  pthread_mutex_lock(l);
-}
 tp_heap_counters_t _tp_heap_ctr;
 
 #define TP_MAX_CHUNKS 256
@@ -325,7 +313,7 @@ static int back(tp_hpage_t *h, size_t adding, int tail4k) {
   int want = run_source(adding);
   if (tail4k == TP_RUN_ALL_4K || (tail4k && want != TP_SRC_4K)) want = TP_SRC_4K;
   else tail4k = 0;
-  int src = _tp_os_hooks.back((void *)h->addr, want, &fb, node);
+  int src = _tp_os_hooks.back((void *)h->addr, want, &fb, node, _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB]);
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
   backed(h, src, tail4k, node);
@@ -627,7 +615,8 @@ static void back_large_lazily(uintptr_t a, size_t n, size_t adding, int tail4k) 
       node = _tp_os_hooks.current_node();
     }
     if (want != TP_SRC_HUGETLB) return;
-    if (_tp_os_hooks.back_lazy((void *)(a + i * TP_HPAGE), (j - i) * TP_HPAGE, node) == 0)
+    if (_tp_os_hooks.back_lazy((void *)(a + i * TP_HPAGE), (j - i) * TP_HPAGE, node,
+                              _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB]) == 0)
       for (size_t k = i; k < j; k++) { /* backed and empty, fresh: take_run carves them */
         tp_hpage_t *x = _tp_hpage_of((void *)(a + k * TP_HPAGE));
         take_off_list(x);

@@ -23,7 +23,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "heap.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25

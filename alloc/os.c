@@ -29,7 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "policy.h"
+#include "prim.h"
+#include "types.h"
 
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << 26)
@@ -267,8 +269,8 @@ long _tp_os_gpool_free(void) {
 /* One process must not take a pool that others share: past pool_max pages, the pool is
  * treated as empty (THP, then 4 KiB). Pages held count retained empty ones: they still hold
  * pool memory. */
-int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
-  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB];
+int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node, size_t pool_held) {
+  size_t held = pool_held;
   for (int src = want; src <= TP_SRC_4K; src++) {
     if (src == TP_SRC_HUGETLB && held >= _tp_opt.pool_max) {
       _tp_os.pool_capped++;
@@ -293,8 +295,8 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
  * RSS + hugetlb against jemalloc's 14.8. The run's pages are reserved until its hpages go back
  * to the OS (rereserve), and held like claimed ones (pool_max). A fork moves them off the pool
  * first, like every other pool page (fork.c). */
-int _tp_os_back_lazy(void *addr, size_t len, int node) {
-  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + len / TP_HPAGE; /* with these */
+int _tp_os_back_lazy(void *addr, size_t len, int node, size_t pool_held) {
+  size_t held = pool_held + len / TP_HPAGE; /* with these */
   if (windows_off || held > _tp_opt.pool_max) return -1;
   int fd = window_file();
   if (fd < 0) return -1;

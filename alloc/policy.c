@@ -1,7 +1,7 @@
 /* Placement and caching decisions, as small pure functions of plain values: the mechanisms
  * (group.c, slab.c, tcache.c, alloc.c, heap.c, runs.c) gather the facts and ask here, and the unit
  * tests ask directly (tests/alloc/test_policy.c), with no heap behind them. */
-#include "internal.h"
+#include "policy.h"
 
 /* Young sites: a refill adds 16 to the site's demand, which halves every TP_SITE_HALF_LIFE
  * refills of the whole process. */

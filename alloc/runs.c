@@ -1,13 +1,13 @@
 /* Runs: the one way a slab/run record is created and released. A run is a stretch of slots of
  * one hpage (small, medium and arena slabs) or of whole hpages (a large block), carved for a
- * group from the hpages the heap hands out (heap.c, through the hpage layer in internal.h),
+ * group from the hpages the heap hands out (heap.c, through the hpage layer in heap.h),
  * all under the heap lock. This file decides where a group's slot run goes (its own hpages,
  * the shared ones, an idle group's room or other groups' holes), when a freed large run keeps
  * its pages, and how a run grows in place; heap.c owns the address space, backing and
  * retention of the hpages themselves. */
 #include <string.h>
 
-#include "internal.h"
+#include "runs.h"
 
 /* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
  * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that

@@ -1,7 +1,7 @@
 /* Size classes: 16..128 in steps of 16, then four classes per power of two up to 256 KiB.
  * Each class's slab is the shortest run of 32 KiB slots that wastes at most 1/8 of itself (1/32
  * from 4 KiB up, where up to 4 slots allow it). */
-#include "internal.h"
+#include "base.h"
 
 tp_class_t _tp_classes[TP_NCLASSES];
 uint8_t _tp_fast_class[TP_FAST_N];

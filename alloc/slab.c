@@ -1,10 +1,10 @@
 /* Slabs: a run of slots carved for one size class of one group, with out-of-band bitmaps:
  * `avail` (in the slab, under its lane's lock) and `live` (out of the slab: handed out or cached).
- * Bins hand objects to thread caches in batches, tagged (internal.h, _tp_block_cached), and
+ * Bins hand objects to thread caches in batches, tagged (types.h and tcache.h, _tp_block_cached), and
  * take them back. */
 #include <string.h>
 
-#include "internal.h"
+#include "runs.h"
 
 /* The live bytes start on a cache line of their own (records are 64-byte aligned). */
 static size_t live_offset(const tp_class_t *k) {

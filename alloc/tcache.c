@@ -4,7 +4,7 @@
  * flushed at thread exit; after that the thread allocates without a cache. */
 #include <string.h>
 
-#include "internal.h"
+#include "tcache.h"
 
 /* count 0, limit 0: malloc and free both miss */
 tp_slab_t *_tp_no_slabs[TP_BLOCK_SLOTS];
@@ -27,6 +27,7 @@ tp_tcache_t _tp_tcache_empty = EMPTY_CACHE_INIT(_tp_tcache_empty);
 static tp_tcache_t exited_cache = EMPTY_CACHE_INIT(exited_cache);
 
 __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) = &_tp_tcache_empty;
+uintptr_t _tp_free_key;
 
 static tp_lock_t tc_lock = TP_LOCK_INIT;
 static tp_tcache_t *all_list, *free_list;
@@ -89,7 +90,6 @@ static void reset_record(tp_tcache_t *tc) {
 static unsigned nstarted; /* thread caches started (tc_lock): their sides alternate */
 
 static tp_tcache_t *tcache_init(void) {
-  if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) _tp_init();
   _tp_lock(&tc_lock);
   tp_tcache_t *tc = free_list;
   if (tc) free_list = tc->next_all;
@@ -263,7 +263,7 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
   unsigned n = count - keep;
   tp_tgroup_t *tg = tc->groups[g];
   if (tg->gen == atomic_load(&_tp_groups[g]->gen)) {
-    /* Each block leaves the bin checked (internal.h, _tp_block_cached): its tag is there unless
+    /* Each block leaves the bin checked (types.h and tcache.h, _tp_block_cached): its tag is there unless
      * it was freed twice and its other copy handed out or cached elsewhere, or written after its
      * free. Entries with bit 0 were never handed out and carry none. */
     for (unsigned i = 0; i < n; i++) {

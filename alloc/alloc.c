@@ -80,10 +80,8 @@ static inline void *tbin_pop(tp_tbin_t *b, tp_entry_t *top) {
 /* The malloc hit's pop while the bin holds two blocks or more: the one under the top, the top
  * moved down into its place. The block freed last waits for the next pop: a thread that frees
  * another thread's block writes its tag, which asks that thread's cache for the line, and a pop
- * of it at once waited for the line to check the tag. Two threads handing each other every
- * block (malloc-mt, 10 M pairs, 11 interleaved runs): 58.4 -> 45.2 ns a pair against jemalloc's
- * 40.5. Two instructions more a hit (29); the top block goes last, when it is alone, through the
- * hit's second test (30: callgrind's malloc(32) + free loop runs that case, 76 a pair, not 73). */
+ * of it at once would wait for the line to check the tag. It costs the hit two instructions;
+ * the top block goes last, when it is alone, through the hit's second test. */
 static inline void *tbin_pop_under(tp_tbin_t *b, tp_entry_t *top) {
   tp_entry_t e = top[-2];
   top[-2] = top[-1];
@@ -165,8 +163,8 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, int *route
                                        _tp_classes[c].size);
       } else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
         /* The own group's lane this thread fills from: the other lane's counters are the
-         * other side's threads' to write (read here, they cost these refills a cache miss
-         * each: 2 of 44 ns per malloc + free of two threads bursting at one site). */
+         * other side's threads' to write (read here, they would cost each refill a cache
+         * miss). */
         const tp_group_t *sh = _tp_groups[TP_SHARED_GROUP];
         const tp_lane_t *own = &_tp_groups[g]->lanes[tc->side][c];
         if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c), _tp_bin_total(sh, c, 0),
@@ -191,11 +189,10 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, int *route
    * few instructions; a larger size there (no class key) leaves it alone. A whole site's slot
    * points at its group's bins after any size, or its next small call would miss; once one of
    * its classes borrows the shared group's slabs, at mixed bins too, its own group's for the
-   * other classes. Pointed at the shared group's bins whole, the slot swung back at the next
-   * call of another class, whose own bin there was empty, and again at the borrowed class's
-   * next call: two threads of 8-128 B handing batches over (`batches-mt`, pinned), 786 k of
-   * 4 M mallocs missed, each reading both lanes' counters of the shared group, which the other
-   * thread writes (37 ns a malloc + free against 26 for group:none). */
+   * other classes. Pointed at the shared group's bins whole, the slot would swing back at the
+   * next call of another class, whose own bin there is empty, and again at the borrowed class's
+   * next call: a miss each time, reading both lanes' counters of the shared group, which other
+   * threads write. */
   if (size <= TP_FAST_BIG || (tc->mode == TP_GROUP_SITE && key == ra && !_tp_site_is_split(ra))) {
     tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
     if (key != ra)
@@ -286,7 +283,7 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align
 }
 
 static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
-  if (size > ((size_t)1 << 46)) return enomem();
+  if (size > TP_LARGE_MAX) return enomem();
   size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
   tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META, size - (n - 1) * TP_HPAGE, site);
   if (s == NULL) return enomem();
@@ -344,10 +341,10 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
 /* Whether a block of slab s freed by this thread goes to its remote bin (b: the thread's bin
  * for it). Another thread fills from s: reused here, the block would share its line with that
  * thread's blocks (passive false sharing), so small ones go back to the slab, a batch at a
- * time; not once that thread has exited (larson hands its blocks to a new thread and exits:
- * 570 ms sending them through the slabs, 418 caching them, jemalloc 453). A bin that keeps nothing (another thread's group under group:thread) sends blocks
- * back in batches too while that thread lives: one at a time, each took the bin lock (a
- * producer thread's blocks freed by a consumer ran at 4x group:site's time). */
+ * time; not once that thread has exited (a thread that takes over an exited one's blocks
+ * reuses them from its cache). A bin that keeps nothing (another thread's group under
+ * group:thread) sends blocks back in batches too while that thread lives: one at a time, each
+ * would take the bin lock. */
 static inline int goes_remote(const tp_tcache_t *tc, const tp_slab_t *s, const tp_tbin_t *b) {
   if (b->end == b->lo) return !atomic_load_explicit(&_tp_groups[s->group]->idle, memory_order_relaxed);
   const tp_tcache_t *f = __atomic_load_n(&s->filler, __ATOMIC_RELAXED);
@@ -405,7 +402,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
 
 /* Not the start of a small block: a medium, large or arena block, or an invalid free. */
 static TP_NOINLINE void free_other(void *p, tp_slab_t *s) {
-  if ((uintptr_t)p >> 47) invalid_free(p, "not a block tlbpack handed out"); /* wrapped around the map */
+  if ((uintptr_t)p >> TP_VA_BITS) invalid_free(p, "not a block tlbpack handed out"); /* wrapped around the map */
   else if (s->kind != TP_SLAB_SMALL) free_big(p, s);
   else invalid_free(p, "points inside a block, not at its start");
 }
@@ -438,8 +435,7 @@ static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc);
  * record, or a static one, whose bins are full: the slow path). */
 static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_t *s, tp_tcache_t *tc) {
   uintptr_t off = (uintptr_t)p - s->base; /* below 2 MiB: p is in one of s's slots */
-  /* _tp_obj_index and _tp_obj_start written out: called in turn, GCC multiplies twice (75
-   * instructions a malloc(32) + free, not 73) */
+  /* _tp_obj_index and _tp_obj_start written out: called in turn, GCC multiplies twice */
   unsigned __int128 m = (unsigned __int128)off * s->recip;
   uintptr_t idx = (uintptr_t)(m >> 64);
   if (TP_UNLIKELY((uint64_t)m >= s->recip)) { /* not a block's start, or recip 0: not small */
@@ -454,9 +450,9 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
   /* Live byte 1: out of the slab, handed out or in a thread cache. The tag (types.h) is
    * written, not read: a cached block is checked when it leaves the bin, so the free does not
    * wait for the line of a block another thread wrote last (a consumer freeing what a producer
-   * made: 97.7 -> 66.1 ns a pair, jemalloc 56.8). Written in the block rather than in a line of
-   * live bytes that the thread filling from the slab writes too (xmalloc-test's shape: 64.2 ->
-   * 43.4 ns a block). A free of the block on top of the bin is reported here (lo[-1] is NULL). */
+   * made). Written in the block rather than in a line of live bytes that the thread filling
+   * from the slab writes too. A free of the block on top of the bin is reported here (lo[-1] is
+   * NULL). */
   /* The bin: one load from the slab's line (tp_tcache_t.bin_off); a bin not created yet is the
    * record's empty one (offset 0), whose top is its end: the miss below. */
   tp_tbin_t *b = (tp_tbin_t *)((uintptr_t)tc + (uintptr_t)tc->bin_off[s->bin_idx]);
@@ -500,7 +496,7 @@ void tp_free(void *p) { free_block(p); }
 
 /* The free hit's map cache missed: p lies in another GiB than this thread's last free (or is
  * NULL, or not tlbpack's). A GiB the map holds becomes the thread's (never in the static
- * records, which threads share); anything else goes to free_unknown as before. */
+ * records, which threads share); anything else goes to free_unknown. */
 static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc) {
   uintptr_t a = (uintptr_t)p;
   tp_block_t *b = _tp_block_of(a);
@@ -589,17 +585,16 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
   unsigned grp = g < 0 ? s->group : (unsigned)g;
   /* A wrapper's group of one class (sitekey.h) holds that class only: a block that leaves it
    * goes where the wrapper's calls of the new size go. Kept in the group, every buffer grown
-   * through the wrapper took a slab of each class it passed in its first class's group (z3:
-   * the 32 and 48 B groups held slabs of 30 and 40 classes, a tenth to a third used). */
+   * through the wrapper would take a slab of each class it passed in its first class's group,
+   * most of them barely used. */
   uintptr_t key = g < 0 ? _tp_groups[grp]->site : 0;
   int leaves = _tp_policy_realloc_leaves_class_group(_tp_key_class(key), size);
   /* A medium or large block that grows takes the free slots or hpages after it, where it is,
-   * without a copy (a buffer grown 4 KiB at a time to 1 MiB was copied every 64 KiB: 8.8 MB
-   * of copies). */
+   * without a copy: a buffer grown a little at a time is not copied at every slot it crosses. */
   if (!leaves && size > old && grp == s->group &&
       ((s->kind == TP_SLAB_MEDIUM && size <= TP_MEDIUM_MAX &&
         _tp_run_grow(s, (size + TP_SLOT - 1) >> TP_SLOT_SHIFT)) ||
-       (s->kind == TP_SLAB_LARGE && size <= ((size_t)1 << 46) &&
+       (s->kind == TP_SLAB_LARGE && size <= TP_LARGE_MAX &&
         _tp_run_grow(s, (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT)))) {
     size_t grown = _tp_run_usable(s) - old;
     tp_tcache_t *tc = tcache_get();

@@ -29,17 +29,21 @@
 #define TP_HPAGE ((size_t)1 << TP_HPAGE_SHIFT)
 #define TP_GIB ((size_t)1 << 30)
 /* Slots of 32 KiB: every (group, class) pair starts with a slab of at least one slot, so the
- * slot bounds what a program pays per pair in memory (a program's pairs' first slabs, mostly
- * empty, filled its huge pages: 64 KiB slots held redis at 46.7 MiB against jemalloc's 38.9,
- * 32 KiB slots at 44.7, and the 13 programs of tlbbench at a memory geomean of 1.09x
- * jemalloc's against 1.07x; 16 KiB slots, with 128-bit masks, 1.06x but perl and lua
- * higher). */
+ * slot bounds what a program pays per pair in memory (its pairs' first slabs, mostly empty,
+ * fill its huge pages). Larger slots hold more back; smaller ones need slot masks wider than
+ * 64 bits and gain little (docs/design.md, "Slots of 32 KiB"). */
 #define TP_SLOT_SHIFT 15
 #define TP_SLOT ((size_t)1 << TP_SLOT_SHIFT)
 #define TP_SLOTS (TP_HPAGE / TP_SLOT) /* 64 */
 #define TP_PAGE 4096
+/* User addresses of x86-64 with 4-level page tables lie below 2^47: the address map covers
+ * that much, and an address at or above it is none of tlbpack's. */
+#define TP_VA_BITS 47
+/* The largest block, half the user address space: a request above it fails at once, and no
+ * arithmetic on a size up to it overflows. */
+#define TP_LARGE_MAX ((size_t)1 << (TP_VA_BITS - 1))
 #define TP_BLOCK_SHIFT 30 /* the address map's first level: 1 GiB */
-#define TP_MAP_ENTRIES ((size_t)1 << (47 - TP_BLOCK_SHIFT))
+#define TP_MAP_ENTRIES ((size_t)1 << (TP_VA_BITS - TP_BLOCK_SHIFT))
 typedef uint64_t tp_slotmask_t; /* one bit per slot of an hpage */
 static inline int _tp_slots_ctz(tp_slotmask_t m) { return __builtin_ctzll(m); }
 static inline unsigned _tp_slots_count(tp_slotmask_t m) { return (unsigned)__builtin_popcountll(m); }

@@ -41,8 +41,7 @@ static void group_setup(tp_group_t *g, unsigned id, const char *name) {
   for (unsigned i = 0; i < TP_LANES; i++)
     for (unsigned c = 0; c < TP_NCLASSES && (i == 0 || (used & (1u << i))); c++) _tp_lock_reinit(&g->lanes[i][c].lock);
   /* Copied without stdio: a process that never grows a site group (a short command, `true`)
-   * does not fault in libc's printf code for it (128 kB more of RSS when this call stopped
-   * being inlined with its constant name). */
+   * does not fault in libc's printf code for it. */
   if (name) {
     size_t n = strnlen(name, sizeof g->name - 1);
     memcpy(g->name, name, n);

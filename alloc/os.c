@@ -9,9 +9,9 @@
  * window is one mapping for up to 512. An hpage is claimed with MADV_POPULATE_WRITE, which
  * reports a short pool as an error (no SIGBUS on a later touch), and given back with
  * MADV_DONTNEED, which returns the page to the pool and keeps the window. The mapping is
- * private: pages are anonymous copies that never enter the file, so a fork child's writes are
- * copied on write as before, and the file holds nothing. The file offset of an address is the
- * address itself, so any window of any file lines up. */
+ * private: pages are anonymous copies that never enter the file, so the file holds nothing (and
+ * a fork moves every pool page onto anonymous memory first: fork.c). The file offset of an
+ * address is the address itself, so any window of any file lines up. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -290,11 +290,10 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node, size_t pool
  * mapping of the window file without MAP_NORESERVE, so the kernel reserves all its pages at
  * once (or refuses: ENOMEM when the pool is short) and every later fault takes a reserved page,
  * never SIGBUS; a page given back with MADV_DONTNEED gets its reservation back. A claimed
- * window page is backed (zeroed) whole when claimed: a program that allocates a buffer and
- * fills part of it (xz -3: 6.8, 8.7 and 16.8 MB for 1.7 MB of text) held all of it, 38.6 MB of
- * RSS + hugetlb against jemalloc's 14.8. The run's pages are reserved until its hpages go back
- * to the OS (rereserve), and held like claimed ones (pool_max). A fork moves them off the pool
- * first, like every other pool page (fork.c). */
+ * window page is backed (zeroed) whole when claimed, so a program that allocates a large
+ * buffer and fills part of it would hold all of it. The run's pages are reserved until its
+ * hpages go back to the OS (rereserve), and held like claimed ones (pool_max). A fork moves
+ * them off the pool first, like every other pool page (fork.c). */
 int _tp_os_back_lazy(void *addr, size_t len, int node, size_t pool_held) {
   size_t held = pool_held + len / TP_HPAGE; /* with these */
   if (windows_off || held > _tp_opt.pool_max) return -1;

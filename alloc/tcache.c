@@ -283,8 +283,8 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
 
 /* Trims of the kilobyte bins (jemalloc's tcache GC): a bin of blocks over 1 KiB keeps up to
  * 256 KiB (sizeclass.c), which a batch freed and allocated again cycles through; but a thread
- * that frees and allocates many such classes at random leaves each bin half full on average
- * (two threads of 4 B-32 KiB: 7.4 MB in their caches for 8.2 MB live). Every TP_TRIM_EVERY
+ * that frees and allocates many such classes at random leaves each bin half full on average,
+ * nearly as much memory in its caches as it has live. Every TP_TRIM_EVERY
  * misses of its kilobyte bins, a thread trims the next one in turn: of the blocks that stayed
  * below the bin's lowest top since its last trim (its low mark, `low`: none after a refill, the
  * bin ran empty), three quarters go back to the slabs, the oldest first; then the mark starts

@@ -480,7 +480,7 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
 static inline __attribute__((always_inline)) void free_block(void *p) {
   tp_tcache_t *tc = _tp_tc;
   uintptr_t off = (uintptr_t)p - tc->map_base; /* its offset in the cached GiB: no mask needed */
-  if (TP_UNLIKELY(off >= ((uintptr_t)1 << TP_BLOCK_SHIFT))) {
+  if (TP_UNLIKELY(off >= ((uintptr_t)1 << TP_GIB_SHIFT))) {
     free_remap(p, tc);
     return;
   }
@@ -499,15 +499,15 @@ void tp_free(void *p) { free_block(p); }
  * records, which threads share); anything else goes to free_unknown. */
 static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc) {
   uintptr_t a = (uintptr_t)p;
-  tp_block_t *b = _tp_block_of(a);
-  tp_slab_t *s = b ? _tp_block_slab(b, a) : NULL;
+  tp_gib_t *b = _tp_gib_of(a);
+  tp_slab_t *s = b ? _tp_gib_slab(b, a) : NULL;
   if (s == NULL) {
     free_unknown(p); /* NULL, not tlbpack's, or no slab there */
     return;
   }
   if (!tc->dead) {
     tc->map_slabs = b->slab;
-    tc->map_base = a & ~(((uintptr_t)1 << TP_BLOCK_SHIFT) - 1);
+    tc->map_base = a & ~(((uintptr_t)1 << TP_GIB_SHIFT) - 1);
   }
   free_in_slab(p, s, tc);
 }

@@ -42,8 +42,8 @@
 /* The largest block, half the user address space: a request above it fails at once, and no
  * arithmetic on a size up to it overflows. */
 #define TP_LARGE_MAX ((size_t)1 << (TP_VA_BITS - 1))
-#define TP_BLOCK_SHIFT 30 /* the address map's first level: 1 GiB */
-#define TP_MAP_ENTRIES ((size_t)1 << (TP_VA_BITS - TP_BLOCK_SHIFT))
+#define TP_GIB_SHIFT 30 /* the address map's first level: 1 GiB */
+#define TP_MAP_ENTRIES ((size_t)1 << (TP_VA_BITS - TP_GIB_SHIFT))
 typedef uint64_t tp_slotmask_t; /* one bit per slot of an hpage */
 static inline int _tp_slots_ctz(tp_slotmask_t m) { return __builtin_ctzll(m); }
 static inline unsigned _tp_slots_count(tp_slotmask_t m) { return (unsigned)__builtin_popcountll(m); }

@@ -17,7 +17,7 @@
 
 #include "heap.h"
 
-tp_block_t *_tp_map[TP_MAP_ENTRIES];
+tp_gib_t *_tp_map[TP_MAP_ENTRIES];
 tp_lock_t _tp_heap_lock = TP_LOCK_INIT;
 
 tp_heap_counters_t _tp_heap_ctr;
@@ -81,14 +81,14 @@ void _tp_heap_init(void) {
 /* Hpage records for [start, end): meta blocks are created on first use. */
 static int register_range(uintptr_t start, uintptr_t end) {
   for (uintptr_t a = start; a < end; a += TP_HPAGE) {
-    size_t bi = a >> TP_BLOCK_SHIFT;
+    size_t bi = a >> TP_GIB_SHIFT;
     if (_tp_map[bi] == NULL) {
-      tp_block_t *b = _tp_meta_alloc(sizeof(tp_block_t));
+      tp_gib_t *b = _tp_meta_alloc(sizeof(tp_gib_t));
       if (b == NULL) return -1;
       __atomic_store_n(&_tp_map[bi], b, __ATOMIC_RELEASE);
     }
     tp_hpage_t *h = _tp_hpage_of((void *)a);
-    h->slot_slab = &_tp_map[bi]->slab[((a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1))];
+    h->slot_slab = &_tp_map[bi]->slab[((a >> TP_SLOT_SHIFT) & (TP_GIB_SLOTS - 1))];
     h->addr = a;
     h->state = TP_HP_FREE;
   }

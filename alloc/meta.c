@@ -1,5 +1,5 @@
 /* Out-of-band metadata: slab records, bitmaps, thread caches, group records, the page map's
- * blocks. Bump-allocated from its own regions (never from slabs of the heap it describes) with
+ * GiB records. Bump-allocated from its own regions (never from slabs of the heap it describes) with
  * exact-size free lists, so a stray write past a user block can never reach allocator state.
  * At the address-space limit a region is a whole 2 MiB hpage the heap gives up for good
  * (_tp_heap_give_to_meta): its own mapping then, as any other region.

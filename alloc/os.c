@@ -4,7 +4,7 @@
  *
  * Pool pages live in windows: one private, MAP_NORESERVE mapping of a hugetlbfs file
  * (memfd_create with MFD_HUGETLB) over every not-yet-backed hpage around the one wanted, up to
- * its 1 GiB block. The kernel never merges hugetlb mappings (they are VM_SPECIAL), so a
+ * its GiB. The kernel never merges hugetlb mappings (they are VM_SPECIAL), so a
  * mapping per page, as MAP_HUGETLB gives, would cap the heap at vm.max_map_count pages; a
  * window is one mapping for up to 512. An hpage is claimed with MADV_POPULATE_WRITE, which
  * reports a short pool as an error (no SIGBUS on a later touch), and given back with
@@ -126,7 +126,7 @@ static int windowable(uintptr_t a) {
   return h != NULL && h->state == TP_HP_FREE && h->source == TP_SRC_NONE && !h->window;
 }
 
-/* Maps a window over addr and its windowable neighbours in the same 1 GiB block. */
+/* Maps a window over addr and its windowable neighbours in the same GiB. */
 static int open_window(void *addr) {
   uintptr_t a = (uintptr_t)addr, block = a & ~(uintptr_t)(TP_GIB - 1);
   uintptr_t lo = a, hi = a + TP_HPAGE;

@@ -7,7 +7,7 @@
 #include "tcache.h"
 
 /* count 0, limit 0: malloc and free both miss */
-tp_slab_t *_tp_no_slabs[TP_BLOCK_SLOTS];
+tp_slab_t *_tp_no_slabs[TP_GIB_SLOTS];
 tp_tbin_t _tp_tbin_empty = {.top = _tp_tbin_empty.e, .end = _tp_tbin_empty.e, .lo = _tp_tbin_empty.e, .low = _tp_tbin_empty.e};
 static tp_tgroup_t empty_tgroup = {.bins = {[0 ... TP_NCLASSES - 1] = &_tp_tbin_empty},
                                    .fast = {[0 ... TP_FAST_N - 1] = &_tp_tbin_empty}};

@@ -19,7 +19,7 @@ int _tp_block_cached(uintptr_t a) TP_INTERNAL;
 extern uintptr_t _tp_free_key TP_INTERNAL;
 /* No GiB in a thread's map cache: the non-canonical GiB at 2^63, whose slab map is all NULL. */
 #define TP_NO_GIB ((uintptr_t)1 << 63)
-extern tp_slab_t *_tp_no_slabs[TP_BLOCK_SLOTS] TP_INTERNAL;
+extern tp_slab_t *_tp_no_slabs[TP_GIB_SLOTS] TP_INTERNAL;
 extern tp_tbin_t _tp_tbin_empty TP_INTERNAL;
 extern tp_tcache_t _tp_tcache_empty TP_INTERNAL;
 /* The calling thread's cache, created on first use; a static record that never caches when

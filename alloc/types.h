@@ -4,7 +4,7 @@
  *
  * Memory flows OS -> huge pages (2 MiB, "hpages") -> slot runs (32 KiB slots, 64 per hpage)
  * -> slabs of one size class -> objects. All metadata lives out of band (meta.c), reached
- * from an address through a two-level map: 1 GiB blocks -> 512 hpage records. */
+ * from an address through a two-level map: a record per GiB (tp_gib_t) -> 512 hpage records. */
 #ifndef TP_TYPES_H
 #define TP_TYPES_H
 
@@ -110,7 +110,7 @@ struct tp_hpage_s {
   tp_slotmask_t fresh_mask;  /* bit i: slot i untouched since backing (reads as zero) */
   tp_slotmask_t side_mask;   /* bit i: slot i was last given back by a thread of side 1
                               * (tp_tcache_t.side): a new run prefers its side's slots (runs.c) */
-  tp_slab_t **slot_slab;  /* its TP_SLOTS entries in the block's flat slab map */
+  tp_slab_t **slot_slab;  /* its TP_SLOTS entries in its GiB's flat slab map */
   tp_hpage_t *next, *prev;
   uintptr_t addr;
   uint64_t last_use;     /* heap clock when it became empty */
@@ -119,38 +119,38 @@ struct tp_hpage_s {
 
 enum { TP_LIST_NONE = 0, TP_LIST_FREE, TP_LIST_EMPTY, TP_LIST_FILLER };
 
-/* One per GiB of address space: the slab of every slot, flat (what free reads), then the
- * hpage records. */
-#define TP_BLOCK_SLOTS (1u << (TP_BLOCK_SHIFT - TP_SLOT_SHIFT))
-typedef struct tp_block_s {
-  tp_slab_t *slab[TP_BLOCK_SLOTS];
-  tp_hpage_t hp[1u << (TP_BLOCK_SHIFT - TP_HPAGE_SHIFT)];
-} tp_block_t;
-extern tp_block_t *_tp_map[TP_MAP_ENTRIES] TP_INTERNAL;
+/* The page map's record of one GiB of address space: the slab of every slot, flat (what free
+ * reads), then the hpage records. "Block" names a program's allocation, never this. */
+#define TP_GIB_SLOTS (1u << (TP_GIB_SHIFT - TP_SLOT_SHIFT))
+typedef struct tp_gib_s {
+  tp_slab_t *slab[TP_GIB_SLOTS];
+  tp_hpage_t hp[1u << (TP_GIB_SHIFT - TP_HPAGE_SHIFT)];
+} tp_gib_t;
+extern tp_gib_t *_tp_map[TP_MAP_ENTRIES] TP_INTERNAL;
 
 /* The slab holding address p, or NULL (not tlbpack's, or no slab there). */
 /* Addresses past the user space (TP_VA_BITS) wrap around the map: the slab found (if any)
  * then does not hold them, which the caller's bounds check on the slab reports. */
-/* The slab of address a in its GiB's block b (NULL: no slab there). */
-static inline tp_slab_t *_tp_block_slab(const tp_block_t *b, uintptr_t a) {
-  return __atomic_load_n(&b->slab[(a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1)], __ATOMIC_ACQUIRE);
+/* The slab of address a in its GiB's record b (NULL: no slab there). */
+static inline tp_slab_t *_tp_gib_slab(const tp_gib_t *b, uintptr_t a) {
+  return __atomic_load_n(&b->slab[(a >> TP_SLOT_SHIFT) & (TP_GIB_SLOTS - 1)], __ATOMIC_ACQUIRE);
 }
 
 static inline tp_slab_t *_tp_slab_of(const void *p) {
   uintptr_t a = (uintptr_t)p;
-  tp_block_t *b = _tp_map[(a >> TP_BLOCK_SHIFT) & (TP_MAP_ENTRIES - 1)];
+  tp_gib_t *b = _tp_map[(a >> TP_GIB_SHIFT) & (TP_MAP_ENTRIES - 1)];
   if (TP_UNLIKELY(b == NULL)) return NULL;
-  return _tp_block_slab(b, a);
+  return _tp_gib_slab(b, a);
 }
 
-/* The block of address a's GiB, NULL past the user address space or where the heap has none. */
-static inline tp_block_t *_tp_block_of(uintptr_t a) { return TP_UNLIKELY(a >> TP_VA_BITS) ? NULL : _tp_map[a >> TP_BLOCK_SHIFT]; }
+/* The record of address a's GiB, NULL past the user address space or where the heap has none. */
+static inline tp_gib_t *_tp_gib_of(uintptr_t a) { return TP_UNLIKELY(a >> TP_VA_BITS) ? NULL : _tp_map[a >> TP_GIB_SHIFT]; }
 
 static inline tp_hpage_t *_tp_hpage_of(const void *p) {
   uintptr_t a = (uintptr_t)p;
-  tp_block_t *b = _tp_block_of(a);
+  tp_gib_t *b = _tp_gib_of(a);
   if (TP_UNLIKELY(b == NULL)) return NULL;
-  return &b->hp[(a >> TP_HPAGE_SHIFT) & ((1u << (TP_BLOCK_SHIFT - TP_HPAGE_SHIFT)) - 1)];
+  return &b->hp[(a >> TP_HPAGE_SHIFT) & ((1u << (TP_GIB_SHIFT - TP_HPAGE_SHIFT)) - 1)];
 }
 
 
@@ -339,10 +339,10 @@ typedef struct tp_tcache_s {
    * static records' initializer, tcache.c). */
   tp_empty_bin_t empty;
   tp_site_slot_t site[TP_SITE_CACHE]; /* from byte 32 of the record (64-byte aligned) */
-  /* The start of the map's GiB this thread last freed in and its block's slab map: the free
+  /* The start of the map's GiB this thread last freed in and its record's slab map: the free
    * hit tests p - map_base against a GiB and indexes map_slabs with what it got, one compare
    * instead of a walk from _tp_map (TP_NO_GIB and _tp_no_slabs, all NULL: none; the static
-   * records keep them so, since threads share them). Blocks are never removed from the map. */
+   * records keep them so, since threads share them). GiB records are never removed from the map. */
   uintptr_t map_base;
   tp_slab_t **map_slabs;
   /* The thread's bins by slab (tp_slab_t.bin_idx = group * TP_NCLASSES + cls): the byte offset

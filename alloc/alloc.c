@@ -6,40 +6,13 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "front.h"
 
 #define RA() ((uintptr_t)__builtin_return_address(0))
-
-/* ---- messages ------------------------------------------------------------------------ */
-static void vmessage(const char *fmt, va_list ap) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "tlbpack: ");
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
-  if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  ssize_t w = write(2, buf, (size_t)n);
-  (void)w;
-}
-
-void _tp_message(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmessage(fmt, ap);
-  va_end(ap);
-}
-
-void _tp_fatal(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmessage(fmt, ap);
-  va_end(ap);
-  abort();
-}
 
 /* These never return (they abort); they are not declared _Noreturn so that the free path
  * reaches them with a jump, and needs no stack frame of its own. */
@@ -53,7 +26,15 @@ static TP_NOINLINE __attribute__((noipa)) void *tag_lost(const void *p) {
 }
 
 /* ---- helpers ------------------------------------------------------------------------- */
-/* A block leaves bin b: its tag (internal.h, _tp_block_cached), b's address, is checked and
+/* The calling thread's cache; the core starts first when this is the process's first call. */
+static inline tp_tcache_t *tcache_get(void) {
+  tp_tcache_t *tc = _tp_tc;
+  if (TP_LIKELY(tc != &_tp_tcache_empty)) return tc;
+  if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) _tp_init();
+  return _tp_tcache_get();
+}
+
+/* A block leaves bin b: its tag (types.h and tcache.h, _tp_block_cached), b's address, is checked and
  * cleared in one xor, so that a second copy of the block in a cache (a double free) finds no
  * tag when it leaves. The block's line is the one the program is about to write; its live
  * byte stays 1 from the refill, except for an entry with bit 0 (pop_fresh). */
@@ -99,10 +80,8 @@ static inline void *tbin_pop(tp_tbin_t *b, tp_entry_t *top) {
 /* The malloc hit's pop while the bin holds two blocks or more: the one under the top, the top
  * moved down into its place. The block freed last waits for the next pop: a thread that frees
  * another thread's block writes its tag, which asks that thread's cache for the line, and a pop
- * of it at once waited for the line to check the tag. Two threads handing each other every
- * block (malloc-mt, 10 M pairs, 11 interleaved runs): 58.4 -> 45.2 ns a pair against jemalloc's
- * 40.5. Two instructions more a hit (29); the top block goes last, when it is alone, through the
- * hit's second test (30: callgrind's malloc(32) + free loop runs that case, 76 a pair, not 73). */
+ * of it at once would wait for the line to check the tag. It costs the hit two instructions;
+ * the top block goes last, when it is alone, through the hit's second test. */
 static inline void *tbin_pop_under(tp_tbin_t *b, tp_entry_t *top) {
   tp_entry_t e = top[-2];
   top[-2] = top[-1];
@@ -184,8 +163,8 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, int *route
                                        _tp_classes[c].size);
       } else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
         /* The own group's lane this thread fills from: the other lane's counters are the
-         * other side's threads' to write (read here, they cost these refills a cache miss
-         * each: 2 of 44 ns per malloc + free of two threads bursting at one site). */
+         * other side's threads' to write (read here, they would cost each refill a cache
+         * miss). */
         const tp_group_t *sh = _tp_groups[TP_SHARED_GROUP];
         const tp_lane_t *own = &_tp_groups[g]->lanes[tc->side][c];
         if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c), _tp_bin_total(sh, c, 0),
@@ -210,11 +189,10 @@ static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, int *route
    * few instructions; a larger size there (no class key) leaves it alone. A whole site's slot
    * points at its group's bins after any size, or its next small call would miss; once one of
    * its classes borrows the shared group's slabs, at mixed bins too, its own group's for the
-   * other classes. Pointed at the shared group's bins whole, the slot swung back at the next
-   * call of another class, whose own bin there was empty, and again at the borrowed class's
-   * next call: two threads of 8-128 B handing batches over (`batches-mt`, pinned), 786 k of
-   * 4 M mallocs missed, each reading both lanes' counters of the shared group, which the other
-   * thread writes (37 ns a malloc + free against 26 for group:none). */
+   * other classes. Pointed at the shared group's bins whole, the slot would swing back at the
+   * next call of another class, whose own bin there is empty, and again at the borrowed class's
+   * next call: a miss each time, reading both lanes' counters of the shared group, which other
+   * threads write. */
   if (size <= TP_FAST_BIG || (tc->mode == TP_GROUP_SITE && key == ra && !_tp_site_is_split(ra))) {
     tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
     if (key != ra)
@@ -305,7 +283,7 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align
 }
 
 static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
-  if (size > ((size_t)1 << 46)) return enomem();
+  if (size > TP_LARGE_MAX) return enomem();
   size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
   tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META, size - (n - 1) * TP_HPAGE, site);
   if (s == NULL) return enomem();
@@ -313,7 +291,7 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
 }
 
 void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) {
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   if (TP_UNLIKELY(size > (size_t)PTRDIFF_MAX)) return enomem();
   size_t req = size ? size : 1;
   tp_group_t *grp = _tp_groups[g];
@@ -347,7 +325,7 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site)
 static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   if (s->kind == TP_SLAB_ARENA) {
     size_t usable = _tp_arena_free(s, p);
-    count_free(_tp_tcache_get(), usable);
+    count_free(tcache_get(), usable);
     _tp_stats_out(-(ptrdiff_t)usable);
     return;
   }
@@ -355,7 +333,7 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   /* An exchange, not a load and a store: two racing frees must not both release the run. */
   if (!__atomic_exchange_n(&s->live[0], 0, __ATOMIC_ACQ_REL)) double_free(p);
   size_t usable = _tp_run_usable(s);
-  count_free(_tp_tcache_get(), usable);
+  count_free(tcache_get(), usable);
   _tp_stats_out(-(ptrdiff_t)usable);
   _tp_run_release(s);
 }
@@ -363,10 +341,10 @@ static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
 /* Whether a block of slab s freed by this thread goes to its remote bin (b: the thread's bin
  * for it). Another thread fills from s: reused here, the block would share its line with that
  * thread's blocks (passive false sharing), so small ones go back to the slab, a batch at a
- * time; not once that thread has exited (larson hands its blocks to a new thread and exits:
- * 570 ms sending them through the slabs, 418 caching them, jemalloc 453). A bin that keeps nothing (another thread's group under group:thread) sends blocks
- * back in batches too while that thread lives: one at a time, each took the bin lock (a
- * producer thread's blocks freed by a consumer ran at 4x group:site's time). */
+ * time; not once that thread has exited (a thread that takes over an exited one's blocks
+ * reuses them from its cache). A bin that keeps nothing (another thread's group under
+ * group:thread) sends blocks back in batches too while that thread lives: one at a time, each
+ * would take the bin lock. */
 static inline int goes_remote(const tp_tcache_t *tc, const tp_slab_t *s, const tp_tbin_t *b) {
   if (b->end == b->lo) return !atomic_load_explicit(&_tp_groups[s->group]->idle, memory_order_relaxed);
   const tp_tcache_t *f = __atomic_load_n(&s->filler, __ATOMIC_RELAXED);
@@ -394,7 +372,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
     _tp_tbin_push(r, e);
     return;
   }
-  tc = _tp_tcache_get();
+  tc = tcache_get();
   tp_tbin_t *b = _tp_tbin_get(tc, s->group, s->cls);
   /* A bin that keeps nothing, of a group whose thread has exited: the block goes back at once,
    * with what waits in the remote bin, so that the group goes back when it is empty. */
@@ -424,7 +402,7 @@ static TP_NOINLINE void free_small_slow(tp_entry_t e, tp_slab_t *s) {
 
 /* Not the start of a small block: a medium, large or arena block, or an invalid free. */
 static TP_NOINLINE void free_other(void *p, tp_slab_t *s) {
-  if ((uintptr_t)p >> 47) invalid_free(p, "not a block tlbpack handed out"); /* wrapped around the map */
+  if ((uintptr_t)p >> TP_VA_BITS) invalid_free(p, "not a block tlbpack handed out"); /* wrapped around the map */
   else if (s->kind != TP_SLAB_SMALL) free_big(p, s);
   else invalid_free(p, "points inside a block, not at its start");
 }
@@ -457,8 +435,7 @@ static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc);
  * record, or a static one, whose bins are full: the slow path). */
 static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_t *s, tp_tcache_t *tc) {
   uintptr_t off = (uintptr_t)p - s->base; /* below 2 MiB: p is in one of s's slots */
-  /* _tp_obj_index and _tp_obj_start written out: called in turn, GCC multiplies twice (75
-   * instructions a malloc(32) + free, not 73) */
+  /* _tp_obj_index and _tp_obj_start written out: called in turn, GCC multiplies twice */
   unsigned __int128 m = (unsigned __int128)off * s->recip;
   uintptr_t idx = (uintptr_t)(m >> 64);
   if (TP_UNLIKELY((uint64_t)m >= s->recip)) { /* not a block's start, or recip 0: not small */
@@ -470,12 +447,12 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
     free_dead(p, s);
     return;
   }
-  /* Live byte 1: out of the slab, handed out or in a thread cache. The tag (internal.h) is
+  /* Live byte 1: out of the slab, handed out or in a thread cache. The tag (types.h) is
    * written, not read: a cached block is checked when it leaves the bin, so the free does not
    * wait for the line of a block another thread wrote last (a consumer freeing what a producer
-   * made: 97.7 -> 66.1 ns a pair, jemalloc 56.8). Written in the block rather than in a line of
-   * live bytes that the thread filling from the slab writes too (xmalloc-test's shape: 64.2 ->
-   * 43.4 ns a block). A free of the block on top of the bin is reported here (lo[-1] is NULL). */
+   * made). Written in the block rather than in a line of live bytes that the thread filling
+   * from the slab writes too. A free of the block on top of the bin is reported here (lo[-1] is
+   * NULL). */
   /* The bin: one load from the slab's line (tp_tcache_t.bin_off); a bin not created yet is the
    * record's empty one (offset 0), whose top is its end: the miss below. */
   tp_tbin_t *b = (tp_tbin_t *)((uintptr_t)tc + (uintptr_t)tc->bin_off[s->bin_idx]);
@@ -503,7 +480,7 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
 static inline __attribute__((always_inline)) void free_block(void *p) {
   tp_tcache_t *tc = _tp_tc;
   uintptr_t off = (uintptr_t)p - tc->map_base; /* its offset in the cached GiB: no mask needed */
-  if (TP_UNLIKELY(off >= ((uintptr_t)1 << TP_BLOCK_SHIFT))) {
+  if (TP_UNLIKELY(off >= ((uintptr_t)1 << TP_GIB_SHIFT))) {
     free_remap(p, tc);
     return;
   }
@@ -519,18 +496,18 @@ void tp_free(void *p) { free_block(p); }
 
 /* The free hit's map cache missed: p lies in another GiB than this thread's last free (or is
  * NULL, or not tlbpack's). A GiB the map holds becomes the thread's (never in the static
- * records, which threads share); anything else goes to free_unknown as before. */
+ * records, which threads share); anything else goes to free_unknown. */
 static TP_NOINLINE void free_remap(void *p, tp_tcache_t *tc) {
   uintptr_t a = (uintptr_t)p;
-  tp_block_t *b = _tp_block_of(a);
-  tp_slab_t *s = b ? _tp_block_slab(b, a) : NULL;
+  tp_gib_t *b = _tp_gib_of(a);
+  tp_slab_t *s = b ? _tp_gib_slab(b, a) : NULL;
   if (s == NULL) {
     free_unknown(p); /* NULL, not tlbpack's, or no slab there */
     return;
   }
   if (!tc->dead) {
     tc->map_slabs = b->slab;
-    tc->map_base = a & ~(((uintptr_t)1 << TP_BLOCK_SHIFT) - 1);
+    tc->map_base = a & ~(((uintptr_t)1 << TP_GIB_SHIFT) - 1);
   }
   free_in_slab(p, s, tc);
 }
@@ -556,7 +533,7 @@ size_t _tp_usable_size(const void *p, tp_slab_t **slab_out) {
 /* ---- the public API ------------------------------------------------------------------ */
 static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
   if (TP_UNLIKELY(_tp_os_discover_wanted == 1)) _tp_os_numa_check(); /* no lock held */
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   int route;
   unsigned g = group_for(tc, ra, size, &route);
   if (route == TP_ROUTE_SAMPLE) return alloc_medium(tc, g, size, 0, zero, ra); /* measured on 4 KiB pages */
@@ -608,20 +585,19 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
   unsigned grp = g < 0 ? s->group : (unsigned)g;
   /* A wrapper's group of one class (sitekey.h) holds that class only: a block that leaves it
    * goes where the wrapper's calls of the new size go. Kept in the group, every buffer grown
-   * through the wrapper took a slab of each class it passed in its first class's group (z3:
-   * the 32 and 48 B groups held slabs of 30 and 40 classes, a tenth to a third used). */
+   * through the wrapper would take a slab of each class it passed in its first class's group,
+   * most of them barely used. */
   uintptr_t key = g < 0 ? _tp_groups[grp]->site : 0;
   int leaves = _tp_policy_realloc_leaves_class_group(_tp_key_class(key), size);
   /* A medium or large block that grows takes the free slots or hpages after it, where it is,
-   * without a copy (a buffer grown 4 KiB at a time to 1 MiB was copied every 64 KiB: 8.8 MB
-   * of copies). */
+   * without a copy: a buffer grown a little at a time is not copied at every slot it crosses. */
   if (!leaves && size > old && grp == s->group &&
       ((s->kind == TP_SLAB_MEDIUM && size <= TP_MEDIUM_MAX &&
         _tp_run_grow(s, (size + TP_SLOT - 1) >> TP_SLOT_SHIFT)) ||
-       (s->kind == TP_SLAB_LARGE && size <= ((size_t)1 << 46) &&
+       (s->kind == TP_SLAB_LARGE && size <= TP_LARGE_MAX &&
         _tp_run_grow(s, (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT)))) {
     size_t grown = _tp_run_usable(s) - old;
-    tp_tcache_t *tc = _tp_tcache_get();
+    tp_tcache_t *tc = tcache_get();
     tc->bytes_alloc += grown;
     tc->live_bytes += (ptrdiff_t)grown;
     _tp_stats_out((ptrdiff_t)grown);
@@ -675,7 +651,7 @@ static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
     size_t r = (size + alignment - 1) & ~(alignment - 1);
     if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);
   }
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   return _tp_alloc(size, alignment, group_for(tc, ra, size, NULL), 0, ra);
 }
 
@@ -718,7 +694,7 @@ int tp_posix_memalign(void **out, size_t alignment, size_t size) {
 }
 
 void *tp_valloc(size_t size) {
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   uintptr_t ra = RA();
   return _tp_alloc(size, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
 }
@@ -726,7 +702,7 @@ void *tp_valloc(size_t size) {
 void *tp_pvalloc(size_t size) {
   size_t r = (size + TP_PAGE - 1) & ~(size_t)(TP_PAGE - 1);
   if (r < size) return enomem();
-  tp_tcache_t *tc = _tp_tcache_get();
+  tp_tcache_t *tc = tcache_get();
   uintptr_t ra = RA();
   return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
 }

@@ -5,7 +5,7 @@
  * last block is freed, and every run at tp_group_destroy. */
 #include <string.h>
 
-#include "internal.h"
+#include "runs.h"
 
 static tp_slab_t *arena_run(tp_group_t *g) {
   tp_slab_t *s = _tp_run_new(g, TP_SLAB_ARENA, 1, 0, TP_ARENA_META, 0);

@@ -2,7 +2,7 @@
  * fullest hpage that still has room (the idea behind TCMalloc's HugePageFiller: fuller pages
  * are less likely to empty, so fill them and let the others drain back to the pool).
  * Pure bookkeeping over tp_hpage_t records; the caller holds the heap lock. */
-#include "internal.h"
+#include "heap.h"
 
 int _tp_slots_find_run(tp_slotmask_t used_mask, unsigned n) { return _tp_slots_find_run_step(used_mask, n, 1); }
 

@@ -1,17 +1,16 @@
 /* Placement groups: objects of one group share huge pages whatever their size class, apart
  * from other groups. Groups come from allocation sites (default), threads, or the explicit
  * tp_group_* API. Group 0 is shared: sites past the bound, and `group:none`. */
-#include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "group.h"
 
 tp_group_t *_tp_groups[TP_MAX_GROUPS];
 _Atomic uint64_t _tp_refill_clock;
 tp_group_t _tp_shared_group;
 
 static tp_lock_t groups_lock = TP_LOCK_INIT;
-static _Atomic unsigned next_id = 1; /* every id ever given is below it (_tp_groups_end) */
+_Atomic unsigned _tp_groups_next = 1; /* every id ever given is below it (_tp_groups_end) */
 static uint16_t free_ids[TP_MAX_GROUPS];
 static unsigned nfree_ids;
 static unsigned nsites, nthreads_groups;
@@ -42,8 +41,7 @@ static void group_setup(tp_group_t *g, unsigned id, const char *name) {
   for (unsigned i = 0; i < TP_LANES; i++)
     for (unsigned c = 0; c < TP_NCLASSES && (i == 0 || (used & (1u << i))); c++) _tp_lock_reinit(&g->lanes[i][c].lock);
   /* Copied without stdio: a process that never grows a site group (a short command, `true`)
-   * does not fault in libc's printf code for it (128 kB more of RSS when this call stopped
-   * being inlined with its constant name). */
+   * does not fault in libc's printf code for it. */
   if (name) {
     size_t n = strnlen(name, sizeof g->name - 1);
     memcpy(g->name, name, n);
@@ -78,19 +76,17 @@ static tp_group_t *group_new(const char *name) {
     g->name[0] = 0;
     atomic_store(&g->gen, gen); /* already bumped by destroy */
   } else {
-    if (next_id >= TP_MAX_GROUPS) return NULL;
+    if (_tp_groups_next >= TP_MAX_GROUPS) return NULL;
     g = _tp_meta_alloc(sizeof(tp_group_t));
     if (g == NULL) return NULL;
-    id = next_id;
+    id = _tp_groups_next;
     atomic_store(&g->gen, 1);
   }
   group_setup(g, id, name);
   __atomic_store_n(&_tp_groups[id], g, __ATOMIC_RELEASE);
-  if (id >= next_id) atomic_store_explicit(&next_id, id + 1, memory_order_release); /* after the record */
+  if (id >= _tp_groups_next) atomic_store_explicit(&_tp_groups_next, id + 1, memory_order_release); /* after the record */
   return g;
 }
-
-unsigned _tp_groups_end(void) { return atomic_load_explicit(&next_id, memory_order_acquire); }
 
 static inline size_t site_hash(uintptr_t ra) {
   uint64_t x = (uint64_t)ra * 0x9E3779B97F4A7C15ull;
@@ -267,8 +263,7 @@ unsigned _tp_group_4k(void) {
   return id;
 }
 
-tp_group_t *tp_group_create(const char *name) {
-  if (atomic_load(&_tp_ready) == 0) _tp_init();
+tp_group_t *_tp_group_create(const char *name, int ordered) {
   _tp_lock(&groups_lock);
   tp_group_t *g = group_new(name ? name : "");
   if (g) {
@@ -276,103 +271,17 @@ tp_group_t *tp_group_create(const char *name) {
     g->exclusive = 1;
   }
   _tp_unlock(&groups_lock);
+  if (g && ordered) g->ordered = 1;
   return g;
 }
 
-tp_group_t *tp_group_create_arena(const char *name) {
-  tp_group_t *g = tp_group_create(name);
-  if (g) g->ordered = 1;
-  return g;
-}
-
-static tp_group_t *checked(const tp_group_t *g, const char *fn) {
-  if (g == NULL) return NULL;
-  unsigned id = _tp_group_handle_id(g);
-  if (id == 0 || id >= TP_MAX_GROUPS || _tp_groups[id] != g || !g->explicit_)
-    _tp_fatal("%s: %p is not a live group from tp_group_create", fn, (const void *)g);
-  return (tp_group_t *)g;
-}
-
-void tp_group_destroy(tp_group_t *g) {
-  if (g == NULL) return;
-  checked(g, "tp_group_destroy");
-  tp_group_stats_t st;
-  tp_group_stats(g, &st);
-  _tp_tcache_count_dropped(st.objects, st.bytes);
+void _tp_group_retire(tp_group_t *g) {
   atomic_fetch_add(&g->gen, 1); /* thread caches holding its objects drop them */
   _tp_bin_release_all(g);
   _tp_lock(&groups_lock);
   g->explicit_ = 0;
   free_ids[nfree_ids++] = g->id;
   _tp_unlock(&groups_lock);
-}
-
-void *tp_group_malloc(tp_group_t *g, size_t size) {
-  if (g == NULL) return tp_malloc(size);
-  checked(g, "tp_group_malloc");
-  return _tp_alloc(size, 0, g->id, 0, 0);
-}
-
-void *tp_group_calloc(tp_group_t *g, size_t count, size_t size) {
-  size_t total;
-  if (__builtin_mul_overflow(count, size, &total)) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  if (g == NULL) return tp_calloc(count, size);
-  checked(g, "tp_group_calloc");
-  return _tp_alloc(total, 0, g->id, 1, 0);
-}
-
-void *tp_group_realloc(tp_group_t *g, void *p, size_t size) {
-  if (g == NULL) return tp_realloc(p, size);
-  checked(g, "tp_group_realloc");
-  if (p == NULL) return _tp_alloc(size, 0, g->id, 0, 0);
-  return _tp_realloc_block(p, size, g->id);
-}
-
-typedef struct { const tp_group_t *g; tp_group_stats_t *st; } gstat_t;
-
-static void gstat_page(tp_hpage_t *h, void *arg) {
-  gstat_t *a = arg;
-  int counted = 0;
-  if (h->state == TP_HP_ACTIVE) {
-    for (unsigned i = 0; i < TP_SLOTS; i++) {
-      tp_slab_t *s = h->slot_slab[i];
-      if (s == NULL || s->first_slot != i || s->group != a->g->id) continue;
-      size_t live = 0, bytes = 0;
-      for (unsigned o = 0; o < s->nobj; o++) {
-        uint8_t v = __atomic_load_n(&s->live[o], __ATOMIC_RELAXED);
-        if (s->kind == TP_SLAB_ARENA && (v & TP_ARENA_FREED)) v = 0;
-        if (s->kind == TP_SLAB_SMALL && v && _tp_block_cached(s->base + (uintptr_t)o * s->size)) v = 0;
-        live += v != 0;
-        bytes += s->kind == TP_SLAB_ARENA ? (size_t)v * TP_GRANULE : (v != 0) * (size_t)s->size;
-      }
-      a->st->objects += live;
-      a->st->bytes += bytes;
-      if (live && !counted) {
-        a->st->huge_pages++;
-        counted = 1;
-      }
-    }
-  } else if (h->state == TP_HP_LARGE) {
-    tp_slab_t *s = h->slot_slab[0];
-    if (s && s->group == a->g->id && __atomic_load_n(&s->live[0], __ATOMIC_RELAXED)) {
-      a->st->objects++;
-      a->st->bytes += _tp_run_usable(s);
-      a->st->huge_pages += s->nhpages;
-    }
-  }
-}
-
-void tp_group_stats(const tp_group_t *g, tp_group_stats_t *out) {
-  memset(out, 0, sizeof *out);
-  if (g == NULL) return;
-  checked(g, "tp_group_stats");
-  gstat_t a = {g, out};
-  _tp_lock(&_tp_heap_lock);
-  _tp_heap_foreach(gstat_page, &a);
-  _tp_unlock(&_tp_heap_lock);
 }
 
 void _tp_groups_prefork(void) {

@@ -2,7 +2,7 @@
  * the previous one when the kernel allows, so the page-table tree stays small), the records
  * of its hpages, backing them from the pool (or THP, or 4 KiB pages), and taking empty ones
  * back: retained for reuse, decayed, or given back beyond the retain limit. runs.c carves the
- * hpages into slot runs and large runs through the hpage layer declared in internal.h; which
+ * hpages into slot runs and large runs through the hpage layer declared in heap.h; which
  * hpage a slab goes to is filler.c's and policy.c's. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -16,23 +16,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "heap.h"
 
-tp_block_t *_tp_map[TP_MAP_ENTRIES];
+tp_gib_t *_tp_map[TP_MAP_ENTRIES];
 tp_lock_t _tp_heap_lock = TP_LOCK_INIT;
 
-/* A held lock: up to TP_LOCK_SPINS tries a pause apart (a few microseconds, longer than any
- * critical section here), then a sleep in pthread_mutex_lock. */
-#define TP_LOCK_SPINS 128
-void _tp_lock_contended(tp_lock_t *l) {
-  for (int i = 0; i < TP_LOCK_SPINS; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    if (pthread_mutex_trylock(l) == 0) return;
-  }
-  pthread_mutex_lock(l);
-}
 tp_heap_counters_t _tp_heap_ctr;
 
 #define TP_MAX_CHUNKS 256
@@ -94,14 +82,14 @@ void _tp_heap_init(void) {
 /* Hpage records for [start, end): meta blocks are created on first use. */
 static int register_range(uintptr_t start, uintptr_t end) {
   for (uintptr_t a = start; a < end; a += TP_HPAGE) {
-    size_t bi = a >> TP_BLOCK_SHIFT;
+    size_t bi = a >> TP_GIB_SHIFT;
     if (_tp_map[bi] == NULL) {
-      tp_block_t *b = _tp_meta_alloc(sizeof(tp_block_t));
+      tp_gib_t *b = _tp_meta_alloc(sizeof(tp_gib_t));
       if (b == NULL) return -1;
       __atomic_store_n(&_tp_map[bi], b, __ATOMIC_RELEASE);
     }
     tp_hpage_t *h = _tp_hpage_of((void *)a);
-    h->slot_slab = &_tp_map[bi]->slab[((a >> TP_SLOT_SHIFT) & (TP_BLOCK_SLOTS - 1))];
+    h->slot_slab = &_tp_map[bi]->slab[((a >> TP_SLOT_SHIFT) & (TP_GIB_SLOTS - 1))];
     h->addr = a;
     h->state = TP_HP_FREE;
   }
@@ -221,14 +209,14 @@ int _tp_hpage_collapse(tp_hpage_t *h) {
 }
 
 /* Bytes of the heap's backed hpages in memory: the 4 KiB pages touched (mincore; a pool page
- * counts whole once faulted). Backed is not what the program holds: xz -3 asks for 38 MB of
- * buffers and touches 15, GNU sort's buffer is filled from both ends, and a start page with
- * 128 KiB used, collapsed because its free room was 1/32 of the backed bytes, added 1.9 MiB to
- * each (1.13x and 1.06x jemalloc's memory). Counted again once the backed bytes have moved by
- * an eighth since the last count (one mincore an hpage, heap lock held), the count before
- * serving in between: a heap that grows by backing new hpages is counted a few times, not at
- * every hpage. Past a GiB backed it is not counted (a count would hold the heap lock for a
- * millisecond and more), and 2 MiB is a small part of what such a process asked for. */
+ * counts whole once faulted). Backed is not what the program holds: a program may ask for
+ * buffers it touches a part of, or fill one from both ends, and a start page collapsed because
+ * its free room was 1/32 of the backed bytes would add most of 2 MiB to it. Counted again once
+ * the backed bytes have moved by an eighth since the last count (one mincore an hpage, heap
+ * lock held), the count before serving in between: a heap that grows by backing new hpages is
+ * counted a few times, not at every hpage. Past a GiB backed it is not counted (a count would
+ * hold the heap lock for a millisecond and more), and 2 MiB is a small part of what such a
+ * process asked for. */
 static size_t resident_bytes, resident_at; /* the last count, and the backed bytes then */
 /* Whether the backed bytes have moved by more than an eighth from `then` (0: never counted). */
 static int moved_by_an_eighth(size_t now, size_t then) {
@@ -250,10 +238,10 @@ static size_t heap_resident(size_t backed) {
 
 /* A start page still on 4 KiB pages is looked at (a mincore) each time the heap backs an hpage
  * while there are at most TP_PROMOTE_EVERY of them; past that, once the backed bytes have
- * moved by an eighth since the last look: 60 sparse pages looked at for every hpage took 6% of
- * the time of a heap growing by 900 MiB of 3 MiB blocks. Few pages are looked at every time:
- * one that fills is collapsed before the heap backs more, and its room takes the shared
- * group's next slabs (jq held one more pool page when every look waited for an eighth). */
+ * moved by an eighth since the last look: many sparse pages looked at for every hpage would
+ * slow a heap that grows by large blocks. Few pages are looked at every time: one that fills
+ * is collapsed before the heap backs more, and its room takes the shared group's next slabs
+ * (waiting for an eighth every time, a small program would take one more pool page). */
 #define TP_PROMOTE_EVERY 16
 static size_t promote_looked_at; /* backed bytes at the last look (0: none yet) */
 static int start_page_pending(const tp_hpage_t *h) {
@@ -288,9 +276,8 @@ static void promote_start_pages(void) {
  * the runs carved in it reach start_kb it is on 4 KiB pages, touched (and zeroed) only where
  * used: a short-lived process does not pay for zeroing 2 MiB pages it barely fills, nor hold
  * pool pages that other processes could use. Carved bytes, not backed hpages: groups that take
- * hpages of their own back several before any is full (two threads churning 2 MB of 16-1024 B
- * blocks backed 6 hpages for 92 slots; counted by hpages the heap took huge pages at the fifth
- * and held 1.4x jemalloc's memory). */
+ * hpages of their own back several before any is full, so counted by hpages a small heap
+ * would take huge pages early. */
 static int starting(size_t adding) {
   return !heap_grown && nstart_pages < TP_MAX_START_PAGES && _tp_heap_used_bytes + adding <= _tp_opt.start_bytes;
 }
@@ -389,11 +376,10 @@ static int want_source(size_t adding) {
 
 /* Large runs of TP_LAZY_HPAGES hpages (64 MiB) or more are backed by THP under pool:auto:
  * faulted in as they are touched, where the pool's pages are backed (zeroed) whole at once. A
- * program that allocates a huge buffer and fills part of it (GNU sort: a 700 MB buffer for
- * 12 MB of input, 1.17x jemalloc's time) would otherwise zero and hold all of it, and drain
- * the pool that the small-object heap packs into. Smaller large runs stay on the pool: a
- * fresh THP fault here costs several times a pool page (blocks of 5-25 MiB written whole and
- * replaced: 445 ms on the pool, 1433 ms on THP, jemalloc 2140 ms). */
+ * program that allocates a huge buffer and fills part of it (GNU sort sizes its buffer by the
+ * memory, not its input) would otherwise zero and hold all of it, and drain the pool that the
+ * small-object heap packs into. Smaller large runs stay on the pool: a fresh THP fault here
+ * costs several times a pool page. */
 #define TP_LAZY_HPAGES 32
 static int run_source(size_t adding) {
   int want = want_source(adding);
@@ -407,7 +393,7 @@ static int back(tp_hpage_t *h, size_t adding, int tail4k) {
   int want = run_source(adding);
   if (tail4k == TP_RUN_ALL_4K || (tail4k && want != TP_SRC_4K)) want = TP_SRC_4K;
   else tail4k = 0;
-  int src = _tp_os_hooks.back((void *)h->addr, want, &fb, node);
+  int src = _tp_os_hooks.back((void *)h->addr, want, &fb, node, _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB]);
   _tp_heap_ctr.fallbacks += fb;
   if (src == TP_SRC_NONE) return -1;
   backed(h, src, tail4k, node);
@@ -514,11 +500,9 @@ tp_hpage_t *_tp_hpage_get(int small) {
 
 /* Retained empty hpages decay: one left unused while the program made TP_DECAY_REFILLS
  * refills (its allocation clock) and for TP_DECAY_MS goes back, so a steady program does not
- * keep retain_mb of huge pages it no longer needs (jemalloc decays its dirty pages likewise,
- * over 10 s; mimalloc purges after 10 ms). On the refill clock alone, a program that cycles
- * through phases of many sizes gave a page back and faulted it in again within a millisecond
- * (batches of 8 sizes up to 16 KiB, freed and allocated again in turn: 98 pages given back,
- * 10500 page faults against 3200 kept). */
+ * keep retain_mb of huge pages it no longer needs. On the refill clock alone, a program that
+ * cycles through phases of many sizes would give a page back and fault it in again within a
+ * millisecond: TP_DECAY_MS holds it that long at least. */
 #define TP_DECAY_REFILLS 4096
 #define TP_DECAY_MS 100
 static void decay(void) {
@@ -549,9 +533,9 @@ static int evict_oldest_empty(void) {
 /* What a retained page counts for against retain_mb: a huge page whole, a large run's hpage
  * on 4 KiB pages what it held in memory when the run was freed (held_kb, runs.c: resident only
  * where its runs wrote), at least an eighth of a huge page (a list of a few dozen at most,
- * walked by decay and by _tp_hpage_get). Counted whole, 100 buffers of 64 KiB-4 MiB written in their first
- * tenth kept 8 of them under the default 16 MiB and faulted their pages in again at every
- * other buffer: 130 k page faults, 1.7 s against jemalloc's 96 k and 1.3 s. */
+ * walked by decay and by _tp_hpage_get). Counted whole, buffers written in their first tenth
+ * would keep few of them under the default retain_mb and fault their pages in again at every
+ * other buffer. */
 static size_t retained_weight(void) { return (nempty_hp - nempty_4k) * TP_HPAGE + empty_4k_bytes; }
 static size_t held_bytes(const tp_hpage_t *h) {
   size_t b = (size_t)h->held_kb * 1024;
@@ -584,9 +568,8 @@ void _tp_hpage_empty(tp_hpage_t *h, size_t budget) {
   clear_empty(h);
   /* Over retain_mb, the oldest retained page goes back, not this one: a block freed and
    * allocated again reuses its pages, while pages left over from earlier frees that no later
-   * run fits between are given back (a 6 MB block freed and allocated again in a heap where
-   * ten 2 MiB blocks had been freed, one page each retained: each round backed and zeroed
-   * pages again, 160 us a round against jemalloc's 0.18). */
+   * run fits between are given back; giving back this one, a block freed and allocated again
+   * in a heap of such leftovers would be backed and zeroed anew every round. */
   int tail = h->tail4k == 1; /* a huge run's little-used tail; a run on 4 KiB pages is kept */
   if (!tail && h->source != TP_SRC_1G) evict_empty_over(budget, weight(h));
   if (tail || (h->source != TP_SRC_1G && retained_weight() + weight(h) > budget)) {
@@ -713,7 +696,8 @@ static void back_large_lazily(uintptr_t a, size_t n, size_t adding, int tail4k) 
       node = _tp_os_hooks.current_node();
     }
     if (want != TP_SRC_HUGETLB) return;
-    if (_tp_os_hooks.back_lazy((void *)(a + i * TP_HPAGE), (j - i) * TP_HPAGE, node) == 0)
+    if (_tp_os_hooks.back_lazy((void *)(a + i * TP_HPAGE), (j - i) * TP_HPAGE, node,
+                              _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB]) == 0)
       for (size_t k = i; k < j; k++) { /* backed and empty, fresh: take_run carves them */
         tp_hpage_t *x = _tp_hpage_of((void *)(a + k * TP_HPAGE));
         take_off_list(x);

@@ -10,10 +10,9 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "front.h"
 
 _Atomic int _tp_ready;
-uintptr_t _tp_free_key;
 static atomic_flag init_busy = ATOMIC_FLAG_INIT;
 static _Atomic int late_started;
 static int conf_warnings;
@@ -49,7 +48,7 @@ static void postfork_child(void) {
   _tp_tcache_postfork(1);
 }
 
-/* The key of the bins' check words (internal.h, _tp_block_cached: a tag is a bin's address, and
+/* The key of the bins' check words (types.h and tcache.h, _tp_block_cached: a tag is a bin's address, and
  * the bin holds its address xor this): random per process, so that a word in the metadata
  * reads as a bin's check only in a bin. From getrandom, not AT_RANDOM (whose bytes are
  * glibc's stack and pointer guards). */
@@ -104,6 +103,7 @@ void _tp_init(void) {
 }
 
 __attribute__((constructor)) static void tp_constructor(void) {
+  _tp_init();
   _tp_tcache_get();
   init_late(); /* the calling thread has its cache: allocations made here recurse safely */
 }

@@ -1,5 +1,5 @@
 /* Out-of-band metadata: slab records, bitmaps, thread caches, group records, the page map's
- * blocks. Bump-allocated from its own regions (never from slabs of the heap it describes) with
+ * GiB records. Bump-allocated from its own regions (never from slabs of the heap it describes) with
  * exact-size free lists, so a stray write past a user block can never reach allocator state.
  * At the address-space limit a region is a whole 2 MiB hpage the heap gives up for good
  * (_tp_heap_give_to_meta): its own mapping then, as any other region.
@@ -10,9 +10,9 @@
  * is half way through it (policy.c, _tp_policy_meta_huge; the process's first unit: once it is
  * full), it is advised MADV_HUGEPAGE and collapsed into a transparent huge page
  * (MADV_COLLAPSE). A small process does not pay for a 2 MiB page it barely uses, nor a
- * middling one for the 2 MiB its last unit would take if advised before it is touched (jq's
- * 2.4 MB of metadata sat in 4 MiB); past 8 MiB of metadata a unit is collapsed at its first
- * record. Under pool:4k metadata stays on 4 KiB pages like the heap. */
+ * middling one for the 2 MiB its last unit would take if advised before it is touched; past
+ * 8 MiB of metadata a unit is collapsed at its first record. Under pool:4k metadata stays on
+ * 4 KiB pages like the heap. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -23,7 +23,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "heap.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25

@@ -4,14 +4,14 @@
  *
  * Pool pages live in windows: one private, MAP_NORESERVE mapping of a hugetlbfs file
  * (memfd_create with MFD_HUGETLB) over every not-yet-backed hpage around the one wanted, up to
- * its 1 GiB block. The kernel never merges hugetlb mappings (they are VM_SPECIAL), so a
+ * its GiB. The kernel never merges hugetlb mappings (they are VM_SPECIAL), so a
  * mapping per page, as MAP_HUGETLB gives, would cap the heap at vm.max_map_count pages; a
  * window is one mapping for up to 512. An hpage is claimed with MADV_POPULATE_WRITE, which
  * reports a short pool as an error (no SIGBUS on a later touch), and given back with
  * MADV_DONTNEED, which returns the page to the pool and keeps the window. The mapping is
- * private: pages are anonymous copies that never enter the file, so a fork child's writes are
- * copied on write as before, and the file holds nothing. The file offset of an address is the
- * address itself, so any window of any file lines up. */
+ * private: pages are anonymous copies that never enter the file, so the file holds nothing (and
+ * a fork moves every pool page onto anonymous memory first: fork.c). The file offset of an
+ * address is the address itself, so any window of any file lines up. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -29,7 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "policy.h"
+#include "prim.h"
+#include "types.h"
 
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << 26)
@@ -124,7 +126,7 @@ static int windowable(uintptr_t a) {
   return h != NULL && h->state == TP_HP_FREE && h->source == TP_SRC_NONE && !h->window;
 }
 
-/* Maps a window over addr and its windowable neighbours in the same 1 GiB block. */
+/* Maps a window over addr and its windowable neighbours in the same GiB. */
 static int open_window(void *addr) {
   uintptr_t a = (uintptr_t)addr, block = a & ~(uintptr_t)(TP_GIB - 1);
   uintptr_t lo = a, hi = a + TP_HPAGE;
@@ -267,8 +269,8 @@ long _tp_os_gpool_free(void) {
 /* One process must not take a pool that others share: past pool_max pages, the pool is
  * treated as empty (THP, then 4 KiB). Pages held count retained empty ones: they still hold
  * pool memory. */
-int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
-  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB];
+int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node, size_t pool_held) {
+  size_t held = pool_held;
   for (int src = want; src <= TP_SRC_4K; src++) {
     if (src == TP_SRC_HUGETLB && held >= _tp_opt.pool_max) {
       _tp_os.pool_capped++;
@@ -288,13 +290,12 @@ int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) {
  * mapping of the window file without MAP_NORESERVE, so the kernel reserves all its pages at
  * once (or refuses: ENOMEM when the pool is short) and every later fault takes a reserved page,
  * never SIGBUS; a page given back with MADV_DONTNEED gets its reservation back. A claimed
- * window page is backed (zeroed) whole when claimed: a program that allocates a buffer and
- * fills part of it (xz -3: 6.8, 8.7 and 16.8 MB for 1.7 MB of text) held all of it, 38.6 MB of
- * RSS + hugetlb against jemalloc's 14.8. The run's pages are reserved until its hpages go back
- * to the OS (rereserve), and held like claimed ones (pool_max). A fork moves them off the pool
- * first, like every other pool page (fork.c). */
-int _tp_os_back_lazy(void *addr, size_t len, int node) {
-  size_t held = _tp_heap_ctr.pages_by_source[TP_SRC_HUGETLB] + len / TP_HPAGE; /* with these */
+ * window page is backed (zeroed) whole when claimed, so a program that allocates a large
+ * buffer and fills part of it would hold all of it. The run's pages are reserved until its
+ * hpages go back to the OS (rereserve), and held like claimed ones (pool_max). A fork moves
+ * them off the pool first, like every other pool page (fork.c). */
+int _tp_os_back_lazy(void *addr, size_t len, int node, size_t pool_held) {
+  size_t held = pool_held + len / TP_HPAGE; /* with these */
   if (windows_off || held > _tp_opt.pool_max) return -1;
   int fd = window_file();
   if (fd < 0) return -1;

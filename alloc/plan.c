@@ -11,7 +11,7 @@
 
 #include "plan.h"
 #ifndef TP_PLAN_PARSER_ONLY /* the fuzz target takes the parser alone */
-#include "internal.h"
+#include "group.h"
 #endif
 
 static void fail(char *err, size_t errlen, unsigned line, const char *what) {
@@ -254,7 +254,7 @@ unsigned _tp_plan_group(uintptr_t key) {
     if (id == 0) {
       char name[48];
       snprintf(name, sizeof name, "plan:%s", plan.groups[k].name);
-      tp_group_t *g = plan.groups[k].kind == TP_PLAN_ORDERED ? tp_group_create_arena(name) : tp_group_create(name);
+      tp_group_t *g = _tp_group_create(name, plan.groups[k].kind == TP_PLAN_ORDERED);
       if (g) atomic_store(&plan_gid[k], g->id);
       id = g ? g->id : TP_SHARED_GROUP;
     }

@@ -1,5 +1,5 @@
 /* Placement plans (plan.c): which allocation sites share one group, read from the text file
- * `tlbpack profile` writes (format in README.md, "Placement plans"). Parsing and resolving are
+ * `tlbpack profile` writes (format in tlbpack(1), PLAN FILE). Parsing and resolving are
  * pure functions over text, into fixed-size static storage: the allocator loads a plan during
  * its first malloc, when nothing may allocate. Tests and the fuzz target call them directly. */
 #ifndef TP_PLAN_H

@@ -17,9 +17,10 @@ void *_tp_os_reserve(void *hint, size_t len, size_t align) __attribute__((visibi
 /* Backs one hpage at addr with the first source that works, starting at `want`
  * (TP_SRC_HUGETLB..TP_SRC_4K). Returns the source used; *fallbacks counts the failed ones.
  * Never fails: 4 KiB pages are the last resort (returns TP_SRC_NONE only if even that fails).
- * Called with the heap lock held: the hugetlbfs pool is skipped, as if it were empty, while the
- * heap holds pool_max pool pages (_tp_heap_ctr), and that is counted in _tp_os.pool_capped. */
-int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node) __attribute__((visibility("hidden")));
+ * `pool_held`: the hugetlbfs pool pages the caller holds now, retained empty ones included (the
+ * heap's count). The pool is skipped, as if it were empty, while that reaches pool_max, and that
+ * is counted in _tp_os.pool_capped. */
+int _tp_os_back(void *addr, int want, unsigned *fallbacks, int node, size_t pool_held) __attribute__((visibility("hidden")));
 
 /* Backs the GiB at addr (1 GiB aligned, reserved) with one 1 GiB pool page: 0, or -1 with the
  * range left as it was (no 1 GiB pool, none free, gpages:off). Its memory is never given back
@@ -30,8 +31,9 @@ int _tp_os_back_1g(void *addr) __attribute__((visibility("hidden")));
 /* Gives the hpages' memory back (to the hugetlbfs pool or the OS); keeps the range reserved:
  * PROT_NONE, or for a pool page in a window the window itself, unbacked (see os.c). */
 void _tp_os_decommit(void *addr, size_t len) __attribute__((visibility("hidden")));
-/* A large run's fresh hpages on the pool, reserved at once and faulted in as touched (os.c). */
-int _tp_os_back_lazy(void *addr, size_t len, int node) __attribute__((visibility("hidden")));
+/* A large run's fresh hpages on the pool, reserved at once and faulted in as touched (os.c);
+ * refused (-1) when they would take the caller's `pool_held` pool pages past pool_max. */
+int _tp_os_back_lazy(void *addr, size_t len, int node, size_t pool_held) __attribute__((visibility("hidden")));
 /* Turns a backed 4 KiB-page hpage into a transparent huge page now (MADV_COLLAPSE): 0 when it
  * is one, -1 when the kernel could not (the memory stays as it was, contents kept). */
 int _tp_os_promote(void *addr) __attribute__((visibility("hidden")));
@@ -79,7 +81,7 @@ int _tp_os_current_node(void) __attribute__((visibility("hidden")));
  * without mmap. Written only before the first allocation (or, in a test, before any use). */
 typedef struct tp_os_hooks_s {
   void *(*reserve)(void *hint, size_t len, size_t align);
-  int (*back)(void *addr, int want, unsigned *fallbacks, int node);
+  int (*back)(void *addr, int want, unsigned *fallbacks, int node, size_t pool_held);
   void (*decommit)(void *addr, size_t len);
   int (*promote)(void *addr);
   int (*current_node)(void);
@@ -90,7 +92,7 @@ typedef struct tp_os_hooks_s {
   /* [addr, addr + len), hpages not backed yet, on the pool with its pages reserved now and
    * faulted in as touched; 0 when mapped, -1 when the caller must back them one by one
    * (NULL: never). */
-  int (*back_lazy)(void *addr, size_t len, int node);
+  int (*back_lazy)(void *addr, size_t len, int node, size_t pool_held);
 } tp_os_hooks_t;
 extern tp_os_hooks_t _tp_os_hooks __attribute__((visibility("hidden")));
 

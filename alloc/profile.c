@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "front.h"
 
 #define PUBLIC __attribute__((visibility("default")))
 #define RA() ((uintptr_t)__builtin_return_address(0))

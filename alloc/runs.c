@@ -1,13 +1,13 @@
 /* Runs: the one way a slab/run record is created and released. A run is a stretch of slots of
  * one hpage (small, medium and arena slabs) or of whole hpages (a large block), carved for a
- * group from the hpages the heap hands out (heap.c, through the hpage layer in internal.h),
+ * group from the hpages the heap hands out (heap.c, through the hpage layer in heap.h),
  * all under the heap lock. This file decides where a group's slot run goes (its own hpages,
  * the shared ones, an idle group's room or other groups' holes), when a freed large run keeps
  * its pages, and how a run grows in place; heap.c owns the address space, backing and
  * retention of the hpages themselves. */
 #include <string.h>
 
-#include "internal.h"
+#include "runs.h"
 
 /* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
  * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that
@@ -36,11 +36,10 @@ static tp_hpage_t *borrow_idle_room(unsigned n, int *slot, tp_group_t **owner) {
  * carved into slot runs pass a bound, a group whose own pages are full takes the fullest hole
  * of the shared pages, or of another site or thread group's pages up to 3/4 of one, before a
  * new hpage. A group that took pages of its own leaves its slabs on the shared pages; as they
- * empty, the shared pages keep their holes while the group fills new pages (one malloc call of
- * random sizes split into 12 class groups: 19 huge pages for 11 pages of slabs). Explicit
+ * empty, the shared pages keep their holes while the group fills new pages. Explicit
  * groups neither borrow nor lend, and their pages are not counted. Nor are pages on 4 KiB
  * pages: their free slots cost nothing until touched, and a start page filled up is collapsed
- * into a huge page (redis: filling them held 1.6 MB more). */
+ * into a huge page (filling them would make it hold more, not less). */
 static tp_hpage_t *borrow_holes(const tp_group_t *g, unsigned n, int *slot, tp_group_t **owner) {
   if (g->explicit_) return NULL; /* its pages are its own, as for tp_group_destroy */
   size_t holes = 0, pages = 0;
@@ -84,10 +83,9 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
   if (h == NULL) {
     /* An explicit group starts small: its first hpage is on 4 KiB pages, resident only where
      * used, and is collapsed into a huge page when the group takes a second one (it is full
-     * then). A program that made a group for each of 200 small tables, 10 blocks of 100 B
-     * each, held a huge page per group: 325.6 MB of RSS + hugetlb, now 54.0 (500 groups: 1005.6
-     * -> 135.5; the first pages made while the heap was young are start pages, and the start
-     * policy collapses some of those sparse ones within its budget). Its pages stay its own. */
+     * then): a program that makes a group for each of many small tables would otherwise hold
+     * a huge page per group. The first pages made while the heap is young are start pages,
+     * which the start policy collapses within its budget. Its pages stay its own. */
     int small = g->explicit_ && owner == g && _tp_opt.pool == TP_POOL_AUTO && g->filler.hpages == 0;
     if (g->on_4k) small = TP_HPAGE_4K_ONLY; /* every one of its hpages (_tp_group_4k) */
     tp_hpage_t *y = g->explicit_ ? g->young_hp : NULL;
@@ -110,10 +108,10 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
   }
   /* Within the hpage, a run of slots the thread's side gave back last (or never used, for side
    * 0), if it has one: a slab a thread released is carved again by a thread of its side, whose
-   * cache may still hold its lines, not by the other side's (two threads bursting 10000 blocks
-   * at one site wrote every line of the other thread's released slabs). On 4 KiB pages only a
-   * run already touched: one never touched would add resident pages where first fit reuses
-   * some. A process with one thread, side 0, marks none and carves first fit as before. */
+   * cache may still hold its lines, not by the other side's, which would write every line of
+   * the other thread's released slabs. On 4 KiB pages only a run already touched: one never
+   * touched would add resident pages where first fit reuses some. A process with one thread,
+   * side 0, marks none and carves first fit. */
   if (step == 1) {
     tp_slotmask_t other = _tp_tc->side ? ~h->side_mask : h->side_mask;
     if (other & ~h->used_mask & TP_SLOT_RUN(slot, n)) {
@@ -186,9 +184,8 @@ static size_t run_resident(const tp_slab_t *s) {
 }
 /* What it wrote, as far as mincore tells: what is in memory less what its hpages held when it
  * took them. A run on retained hpages would otherwise read as having written every page the
- * runs before it wrote (a site's buffers, each written at both ends, read dense after some
- * thirty rounds on one retained hpage, went back to huge pages, and came back at the next
- * sample: 2 400 page faults more in 200 k rounds, 1.8x the time). */
+ * runs before it wrote: a site's buffers, each written at both ends, would read dense after
+ * some rounds on one retained hpage, go back to huge pages, and come back at the next sample. */
 static size_t run_written(const tp_slab_t *s, size_t resident) {
   size_t before = (size_t)s->held_kb * 1024;
   return resident > before ? resident - before : 0;
@@ -241,7 +238,7 @@ static int measure_large(large_site_t *e, tp_slab_t *s, size_t touched, int live
  * TP_RUN_FRESH_4K (a sample) none ever touched: what a retained one held would read as
  * written when the sample is measured. */
 static void *alloc_large(size_t n, size_t align, size_t tail, int on_4k, tp_hpage_t **hp_out, int *zeroed) {
-  if (n == 0 || n > ((size_t)1 << (47 - TP_HPAGE_SHIFT))) return NULL;
+  if (n == 0 || n > ((size_t)1 << (TP_VA_BITS - TP_HPAGE_SHIFT))) return NULL;
   if (!large_cycling && n * TP_HPAGE >= TP_ONEOFF_LARGE_BYTES)
     large_cycling = _tp_policy_large_cycling(large_gave_back, large_gave_back_ms, _tp_os_hooks.now_ms());
   uintptr_t a = _tp_heap_unused_run(n, align, on_4k);
@@ -305,9 +302,9 @@ static void look_at_watched(large_site_t *e) {
 
 int _tp_run_site_route(uintptr_t site, size_t size) {
   if (site == 0 || _tp_opt.pool != TP_POOL_AUTO) return TP_ROUTE_SLAB;
-  /* A site seen before, with no sample to look at: counted without the heap lock (a block of
-   * these sizes every 150 ns, one at a time, took 11% longer with it: tlbbench `medium`). A
-   * count lost to a race only moves its next sample. */
+  /* A site seen before, with no sample to look at: counted without the heap lock, which a
+   * program allocating such blocks one after another would wait on at every block. A count
+   * lost to a race only moves its next sample. */
   size_t bytes = (size + TP_SLOT - 1) & ~(TP_SLOT - 1);
   large_site_t *e = large_site(site, 0);
   if (e != NULL && __atomic_load_n(&e->watched, __ATOMIC_RELAXED) == NULL && !_tp_heap_starting(bytes)) {
@@ -450,17 +447,16 @@ void _tp_run_release(tp_slab_t *s) {
  * and unused: retained or decommitted ones (on the lists), or never-used ones at the cursor,
  * which then moves past them (heap lock held). When the run grows by at least half
  * (_tp_policy_grow_lazily), its new hpages on the pool are reserved and faulted in as touched,
- * in one mapping (back_large_lazily), as a new run's are: a buffer grown by doubling (sqlite3's
- * sorter, 1 MiB + 8 bytes to 32 MiB + 8) had every new hpage claimed and zeroed at the realloc,
- * its last for 8 bytes, 14 MiB more than it touched. Smaller steps are claimed one by one from
- * the windows as before: a mapping per step would let a buffer grown 2 MiB at a time use up
- * vm.max_map_count, where growth by half keeps them to a logarithm of its size. A growing
- * buffer's last hpage is not put on 4 KiB pages as a new block's little-used one is: the
- * buffer grows into it (1 MiB steps to 128 MiB: 26 ms a round, 200 with such tails, faulted
- * 4 KiB at a time and collapsed at the next step). */
+ * in one mapping (back_large_lazily), as a new run's are: a buffer grown by doubling would
+ * otherwise have every new hpage claimed and zeroed at the realloc, its last for a few bytes.
+ * Smaller steps are claimed one by one from the windows: a mapping per step would let a buffer
+ * grown 2 MiB at a time use up vm.max_map_count, where growth by half keeps them to a logarithm
+ * of its size. A growing buffer's last hpage is not put on 4 KiB pages as a new block's
+ * little-used one is: the buffer grows into it, and would fault it 4 KiB at a time only to have
+ * it collapsed at the next step. */
 static int grow_large(tp_slab_t *s, size_t n) {
   uintptr_t end = s->base + (uintptr_t)s->nhpages * TP_HPAGE, new_end = s->base + (uintptr_t)n * TP_HPAGE;
-  if (new_end < end || (new_end >> 47) != 0) return 0;
+  if (new_end < end || (new_end >> TP_VA_BITS) != 0) return 0;
   if (!_tp_heap_extend_run(end, new_end)) return 0;
   int zero = 1;
   int lazy = _tp_policy_grow_lazily(s->nhpages, n - s->nhpages);

@@ -1,7 +1,7 @@
 /* Size classes: 16..128 in steps of 16, then four classes per power of two up to 256 KiB.
  * Each class's slab is the shortest run of 32 KiB slots that wastes at most 1/8 of itself (1/32
  * from 4 KiB up, where up to 4 slots allow it). */
-#include "internal.h"
+#include "base.h"
 
 tp_class_t _tp_classes[TP_NCLASSES];
 uint8_t _tp_fast_class[TP_FAST_N];
@@ -23,11 +23,11 @@ void _tp_classes_init(void) {
     tp_class_t *k = &_tp_classes[c];
     k->size = (uint32_t)_tp_class_size(c);
     /* Classes of 4 KiB and up take the shortest run of up to 4 slots that wastes at most 1/32
-     * of itself, where there is one: a 5120-byte block (sqlite3's page cache: 4 KiB pages and
-     * their headers) left 2 KiB of each 32 KiB slot unused, 6.25% of the cache (sqlite-db at
-     * full scale after its queries: 137 MiB, 3 slots of 19 blocks 133, jemalloc 131, whose
-     * 5120-byte slabs are 20 KiB). Smaller classes waste little in one slot, and a longer first
-     * slab for every group and class would cost programs with many sites more than it saves. */
+     * of itself, where there is one: a 5120-byte block (a page cache of 4 KiB pages and their
+     * headers, as sqlite3's) leaves 2 KiB of each 32 KiB slot unused, a sixteenth of the cache,
+     * and 3 slots hold 19 blocks with 1 KiB left. Smaller classes waste little in one slot, and
+     * a longer first slab for every group and class would cost programs with many sites more
+     * than it saves. */
     unsigned n = k->size >= 4096 ? shortest_slab(k->size, 4, 32) : 0;
     if (n == 0) n = shortest_slab(k->size, TP_SLOTS - 1, 8);
     if (n == 0) n = TP_SLOTS;
@@ -45,8 +45,7 @@ void _tp_classes_init(void) {
     k->tcache_limit = (uint16_t)(lim > 64 ? 64 : lim < k->tcache_cap ? k->tcache_cap : lim);
     /* A bin of a class up to 1 KiB that keeps overflowing (a program that allocates a batch of
      * hundreds of blocks and frees it again) grows, doubling, to 512 blocks or 64 KiB of them:
-     * each overflow sent half the bin back to the slabs and the next batch refilled it, about
-     * 50 instructions a block (tcmalloc's thread caches grow likewise, up to their limits). */
+     * each overflow would send half the bin back to the slabs and the next batch refill it. */
     uint32_t grow = k->size <= 1024 ? (64u << 10) / k->size : 0;
     k->tcache_grow = (uint16_t)(grow > 512 ? 512 : grow < k->tcache_limit ? k->tcache_limit : grow);
   }

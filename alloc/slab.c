@@ -1,10 +1,10 @@
 /* Slabs: a run of slots carved for one size class of one group, with out-of-band bitmaps:
  * `avail` (in the slab, under its lane's lock) and `live` (out of the slab: handed out or cached).
- * Bins hand objects to thread caches in batches, tagged (internal.h, _tp_block_cached), and
+ * Bins hand objects to thread caches in batches, tagged (types.h and tcache.h, _tp_block_cached), and
  * take them back. */
 #include <string.h>
 
-#include "internal.h"
+#include "runs.h"
 
 /* The live bytes start on a cache line of their own (records are 64-byte aligned). */
 static size_t live_offset(const tp_class_t *k) {
@@ -75,15 +75,13 @@ static unsigned free_word(const tp_slab_t *s) {
 
 /* Threads allocating side by side from one group take slabs of their own, as under a malloc
  * with an arena per thread: a slab whose objects two threads hand out and free has lines of
- * live bytes and of data written by both (measured: two threads of 16-512 B churn in one site
- * group ran at 1.6x group:thread's time, half the runs at 2x). So among the first 16 partial
- * slabs, the fullest this thread last filled from; else the fullest nobody fills from now
- * (never filled, or its thread exited); else, when the lane already has 2 partial slabs,
- * another thread's (memory before separation): the fullest with a word of which that thread
- * holds nothing (*shared: the caller takes only such words), else the fullest; else NULL: a
- * new slab. Taking scattered blocks of the other thread's slab put the two threads' blocks
- * on the same lines again: 3% of the frees of that churn found another thread's slab, and it
- * ran at 1.25x group:thread's time. A single thread always finds its own or free ones. */
+ * live bytes and of data written by both, and each write waits for the other thread's cache. So
+ * among the first 16 partial slabs, the fullest this thread last filled from; else the fullest
+ * nobody fills from now (never filled, or its thread exited); else, when the lane already has 2
+ * partial slabs, another thread's (memory before separation): the fullest with a word of which
+ * that thread holds nothing (*shared: the caller takes only such words), else the fullest; else
+ * NULL: a new slab. Taking scattered blocks of the other thread's slab would put the two
+ * threads' blocks on the same lines again. A single thread always finds its own or free ones. */
 static tp_slab_t *pick_partial(tp_lane_t *l, const tp_tcache_t *me, int whole, int can_share, int *shared) {
   tp_slab_t *own = NULL, *free_ = NULL, *any = NULL, *part = NULL;
   unsigned n = 0;
@@ -264,11 +262,10 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
     const tp_slab_t *s = take[t].s;
     uintptr_t size = s->size, base = s->base + (uintptr_t)take[t].w * 64 * size;
     uint8_t *live = s->live + (uintptr_t)take[t].w * 64;
-    /* Tagged where the page is resident whole, and on 4 KiB pages where a batch of 64 spans
-     * at most two pages (blocks up to 128 B), which its first pops touch anyway. Larger blocks
-     * there are not written until their malloc: tagged, every page with a cached block became
-     * resident (two threads of 4 B-32 KiB peaked at 21.9 MiB against 19.5, two replacing
-     * entries of 16-1024 B at 10.7 against 9.9). Their live bytes stay 0 and their entries
+    /* Tagged where the page is resident whole, and on 4 KiB pages where a batch of 64 spans at
+     * most two pages (blocks up to 128 B), which its first pops touch anyway. Larger blocks
+     * there are not written until their malloc: tagged, every page with a cached block would
+     * become resident before the program asks for it. Their live bytes stay 0 and their entries
      * carry bit 0 (alloc.c, pop_fresh sets the byte): every free is still checked, and the
      * group stats still count only blocks handed out. */
     if (s->hp->source == TP_SRC_4K && size > 128) {
@@ -277,7 +274,7 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
       continue;
     }
     if (take[t].bits == ~0ull) { /* a whole word, the usual take: the loop below without a
-                                  * bit scan (lua5.4 ran 13 M more instructions, 0.8%, without) */
+                                  * bit scan */
       memset(live, 1, 64);
       for (uintptr_t a = base, end = base + 64 * size; a < end; a += size) {
         *_tp_tag_word((void *)a) = tagv;

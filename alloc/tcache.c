@@ -4,10 +4,10 @@
  * flushed at thread exit; after that the thread allocates without a cache. */
 #include <string.h>
 
-#include "internal.h"
+#include "tcache.h"
 
 /* count 0, limit 0: malloc and free both miss */
-tp_slab_t *_tp_no_slabs[TP_BLOCK_SLOTS];
+tp_slab_t *_tp_no_slabs[TP_GIB_SLOTS];
 tp_tbin_t _tp_tbin_empty = {.top = _tp_tbin_empty.e, .end = _tp_tbin_empty.e, .lo = _tp_tbin_empty.e, .low = _tp_tbin_empty.e};
 static tp_tgroup_t empty_tgroup = {.bins = {[0 ... TP_NCLASSES - 1] = &_tp_tbin_empty},
                                    .fast = {[0 ... TP_FAST_N - 1] = &_tp_tbin_empty}};
@@ -27,6 +27,7 @@ tp_tcache_t _tp_tcache_empty = EMPTY_CACHE_INIT(_tp_tcache_empty);
 static tp_tcache_t exited_cache = EMPTY_CACHE_INIT(exited_cache);
 
 __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) = &_tp_tcache_empty;
+uintptr_t _tp_free_key;
 
 static tp_lock_t tc_lock = TP_LOCK_INIT;
 static tp_tcache_t *all_list, *free_list;
@@ -89,7 +90,6 @@ static void reset_record(tp_tcache_t *tc) {
 static unsigned nstarted; /* thread caches started (tc_lock): their sides alternate */
 
 static tp_tcache_t *tcache_init(void) {
-  if (atomic_load_explicit(&_tp_ready, memory_order_acquire) == 0) _tp_init();
   _tp_lock(&tc_lock);
   tp_tcache_t *tc = free_list;
   if (tc) free_list = tc->next_all;
@@ -263,7 +263,7 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
   unsigned n = count - keep;
   tp_tgroup_t *tg = tc->groups[g];
   if (tg->gen == atomic_load(&_tp_groups[g]->gen)) {
-    /* Each block leaves the bin checked (internal.h, _tp_block_cached): its tag is there unless
+    /* Each block leaves the bin checked (types.h and tcache.h, _tp_block_cached): its tag is there unless
      * it was freed twice and its other copy handed out or cached elsewhere, or written after its
      * free. Entries with bit 0 were never handed out and carry none. */
     for (unsigned i = 0; i < n; i++) {
@@ -283,8 +283,8 @@ void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsig
 
 /* Trims of the kilobyte bins (jemalloc's tcache GC): a bin of blocks over 1 KiB keeps up to
  * 256 KiB (sizeclass.c), which a batch freed and allocated again cycles through; but a thread
- * that frees and allocates many such classes at random leaves each bin half full on average
- * (two threads of 4 B-32 KiB: 7.4 MB in their caches for 8.2 MB live). Every TP_TRIM_EVERY
+ * that frees and allocates many such classes at random leaves each bin half full on average,
+ * nearly as much memory in its caches as it has live. Every TP_TRIM_EVERY
  * misses of its kilobyte bins, a thread trims the next one in turn: of the blocks that stayed
  * below the bin's lowest top since its last trim (its low mark, `low`: none after a refill, the
  * bin ran empty), three quarters go back to the slabs, the oldest first; then the mark starts

@@ -1,7 +1,7 @@
 /* TLB warming. Hardware prefetchers stop at page boundaries and do not walk page tables; a
  * software prefetch does walk (and is dropped rather than fault), so one prefetch per page
  * loads the translation before a phase needs it. It hides walk latency; it adds no capacity. */
-#include "internal.h"
+#include "front.h"
 
 static inline size_t page_of(uintptr_t a) {
   tp_hpage_t *h = _tp_hpage_of((const void *)a);

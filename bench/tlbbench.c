@@ -326,49 +326,58 @@ static void simulate(tb_cell_t *c, const char *tlbsim, const char *cpu, const ch
   }
 }
 
-int main(int argc, char **argv) {
-  tb_opts_t o = {0};
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  progress_tty = isatty(2);
-  parse(argc, argv, &o);
-  if (o.list) {
-    printf("workloads:\n");
-    for (size_t i = 0; i < tb_nworkloads; i++) printf("  %-14s %s%s\n", tb_workloads[i].name, tb_workloads[i].what, tb_workloads[i].in_demo ? " [demo]" : "");
-    printf("allocators:\n");
-    for (size_t i = 0; i < tb_nallocs; i++) printf("  %-18s %s%s\n", tb_allocs[i].name, tb_allocs[i].what, has(demo_allocs, tb_allocs[i].name) ? " [demo]" : "");
-    printf("sweep shapes (--sweep):\n");
-    for (size_t i = 0; i < tb_sweep_nshapes; i++) printf("  %-22s %s\n", tb_sweep_shapes[i].name, tb_sweep_shapes[i].what);
-    return 0;
-  }
-  tb_sweep_opts_t so = {o.out, o.allocators, o.sweep_shapes, 0, o.runs_given ? o.runs : 1, o.check, 0, o.timeout_s};
-  so.max_kb = (size_t)(o.sweep_max_mb ? o.sweep_max_mb : o.scale == TB_SCALE_TINY ? 16 : o.scale == TB_SCALE_DEMO ? 256 : 2048) << 10;
-  so.lookups = o.scale == TB_SCALE_TINY ? 20000 : o.scale == TB_SCALE_DEMO ? 200000 : 1000000;
-  if (o.sweep) {
-    if (mkdirs(o.out)) { note("tlbbench: cannot create %s: %s\n", o.out, strerror(errno)); return 1; }
-    return tb_sweep(&so);
-  }
-  char self[4096], wl_dir[4200], tlbsim[4200];
-  if (tb_self_dir(self, sizeof self)) { note("tlbbench: cannot read /proc/self/exe\n"); return 1; }
-  snprintf(wl_dir, sizeof wl_dir, "%s/bench", self);
-  snprintf(tlbsim, sizeof tlbsim, "%s", o.tlbsim ? o.tlbsim : "");
-  if (!o.tlbsim) snprintf(tlbsim, sizeof tlbsim, "%s/tlbsim", self);
-  if (o.sim && access(tlbsim, X_OK) != 0) {
-    note("tlbbench: tlbsim not found at %s: simulator columns (L1/L2 misses, walks, levels, refs) skipped\n", tlbsim);
-    o.sim = 0;
-  }
-  const char *sel_allocs = o.allocators ? o.allocators : o.scale == TB_SCALE_FULL ? NULL : demo_allocs;
-
-  /* the matrix; missing pieces are reported here, once, and listed in summary.md */
-  size_t cap = tb_nworkloads * tb_nallocs;
-  tb_cell_t *cells = calloc(cap, sizeof *cells);
-  char (*skipped)[256] = calloc(cap + tb_nallocs, sizeof *skipped);
-  size_t ncells = 0, nskipped = 0;
-  int rc = 1; /* from here every return goes through `out`, which frees the tables */
-  if (!cells || !skipped) { note("tlbbench: out of memory\n"); goto out; }
-  const tb_alloc_t *order[64];
+/* One benchmark run: the options, where the programs are, the matrix of cells and what was
+ * skipped, and the progress through it. */
+typedef struct {
+  tb_opts_t o;
+  char self[4096], wl_dir[4200], tlbsim[4200], tmpdir[4200];
+  const char *sel_allocs;
+  const tb_alloc_t *order[64]; /* the allocators to run, tlbpack and jemalloc first */
   char libs[64][512];
-  size_t nalloc = 0;
-  /* tlbpack and jemalloc lead so that the headline pair sits together */
+  size_t nalloc;
+  tb_cell_t *cells;
+  size_t ncells;
+  char (*skipped)[256];        /* lines of summary.md's "Not measured" */
+  size_t nskipped;
+  FILE *runs_csv;
+  size_t done, total;          /* progress: runs done of all timed and traced runs */
+  double t0;
+} tb_bench_t;
+
+static void list_names(void) {
+  printf("workloads:\n");
+  for (size_t i = 0; i < tb_nworkloads; i++) printf("  %-14s %s%s\n", tb_workloads[i].name, tb_workloads[i].what, tb_workloads[i].in_demo ? " [demo]" : "");
+  printf("allocators:\n");
+  for (size_t i = 0; i < tb_nallocs; i++) printf("  %-18s %s%s\n", tb_allocs[i].name, tb_allocs[i].what, has(demo_allocs, tb_allocs[i].name) ? " [demo]" : "");
+  printf("sweep shapes (--sweep):\n");
+  for (size_t i = 0; i < tb_sweep_nshapes; i++) printf("  %-22s %s\n", tb_sweep_shapes[i].name, tb_sweep_shapes[i].what);
+}
+
+/* The TLB sweep's settings from the options (--sweep, and the end of --full). */
+static tb_sweep_opts_t sweep_opts(const tb_opts_t *o) {
+  tb_sweep_opts_t so = {o->out, o->allocators, o->sweep_shapes, 0, o->runs_given ? o->runs : 1, o->check, 0, o->timeout_s};
+  so.max_kb = (size_t)(o->sweep_max_mb ? o->sweep_max_mb : o->scale == TB_SCALE_TINY ? 16 : o->scale == TB_SCALE_DEMO ? 256 : 2048) << 10;
+  so.lookups = o->scale == TB_SCALE_TINY ? 20000 : o->scale == TB_SCALE_DEMO ? 200000 : 1000000;
+  return so;
+}
+
+/* The workload programs beside tlbbench, and tlbsim (the simulator columns go without it). */
+static int find_tools(tb_bench_t *b) {
+  if (tb_self_dir(b->self, sizeof b->self)) { note("tlbbench: cannot read /proc/self/exe\n"); return -1; }
+  snprintf(b->wl_dir, sizeof b->wl_dir, "%s/bench", b->self);
+  snprintf(b->tlbsim, sizeof b->tlbsim, "%s", b->o.tlbsim ? b->o.tlbsim : "");
+  if (!b->o.tlbsim) snprintf(b->tlbsim, sizeof b->tlbsim, "%s/tlbsim", b->self);
+  if (b->o.sim && access(b->tlbsim, X_OK) != 0) {
+    note("tlbbench: tlbsim not found at %s: simulator columns (L1/L2 misses, walks, levels, refs) skipped\n", b->tlbsim);
+    b->o.sim = 0;
+  }
+  b->sel_allocs = b->o.allocators ? b->o.allocators : b->o.scale == TB_SCALE_FULL ? NULL : demo_allocs;
+  return 0;
+}
+
+/* The allocators some selected workload runs with, whose library is there: tlbpack and jemalloc
+ * lead so that the headline pair sits together. */
+static void pick_allocators(tb_bench_t *b) {
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < tb_nallocs; i++) {
       const tb_alloc_t *a = &tb_allocs[i];
@@ -376,246 +385,306 @@ int main(int argc, char **argv) {
       if (lead != (pass == 0)) continue;
       int wanted = 0;
       for (size_t k = 0; k < tb_nworkloads && !wanted; k++)
-        wanted = wl_selected(&o, &tb_workloads[k]) && cell_wanted(&o, sel_allocs, &tb_workloads[k], a);
+        wanted = wl_selected(&b->o, &tb_workloads[k]) && cell_wanted(&b->o, b->sel_allocs, &tb_workloads[k], a);
       if (!wanted) continue;
       const char *why = NULL;
-      if (!tb_alloc_lib(a, self, libs[nalloc], sizeof libs[nalloc], &why)) {
-        snprintf(skipped[nskipped++], 256, "allocator %s: %s (%s)", a->name, why, libs[nalloc]);
-        note("tlbbench: skipping allocator %s: %s (%s)\n", a->name, why, libs[nalloc]);
+      if (!tb_alloc_lib(a, b->self, b->libs[b->nalloc], sizeof b->libs[b->nalloc], &why)) {
+        snprintf(b->skipped[b->nskipped++], 256, "allocator %s: %s (%s)", a->name, why, b->libs[b->nalloc]);
+        note("tlbbench: skipping allocator %s: %s (%s)\n", a->name, why, b->libs[b->nalloc]);
         continue;
       }
-      order[nalloc++] = a;
+      b->order[b->nalloc++] = a;
     }
-  for (size_t i = 0; i < tb_nworkloads; i++) {
-    const tb_workload_t *w = &tb_workloads[i];
-    if (!wl_selected(&o, w)) continue;
-    char prog[4400];
-    snprintf(prog, sizeof prog, "%s/%s", wl_dir, w->prog);
-    if (access(prog, X_OK) != 0) {
-      snprintf(skipped[nskipped++], 256, "workload %s: %.200s not built", w->name, prog);
-      note("tlbbench: skipping workload %s: %s not built\n", w->name, prog);
-      continue;
-    }
-    char miss[64];
-    if (missing_prog(w->needs, miss, sizeof miss)) {
-      snprintf(skipped[nskipped++], 256, "workload %s: not run: %s is not installed (not on PATH; `make setup` installs it)",
-               w->name, miss);
-      note("tlbbench: skipping workload %s: %s is not installed (not on PATH)\n", w->name, miss);
-      continue;
-    }
-    for (size_t j = 0; j < nalloc; j++) {
-      if (order[j]->extra_arg && !w->ideal_ok) continue;  /* `ideal` exists only for records */
-      if (order[j]->planned && !w->plan_args) continue;   /* a plan is made for records only */
-      if (!cell_wanted(&o, sel_allocs, w, order[j])) continue;
-      tb_cell_init(&cells[ncells], w, order[j]);
-      snprintf(cells[ncells].lib, sizeof cells[ncells].lib, "%s", libs[j]);
-      if (order[j]->planned) {
-        tb_cell_t *c = &cells[ncells];
-        progress("tlbbench: %s x %s: the plan (tlbpack profile of a smaller run, under valgrind; cached)", w->name,
-                 order[j]->name);
-        if (tb_plan_make(w, self, wl_dir, o.timeout_s, c->plan, sizeof c->plan, c->plan_note, sizeof c->plan_note) != 0) {
-          snprintf(skipped[nskipped++], 256, "allocator %s x %s: no plan: %.180s", order[j]->name, w->name, c->plan_note);
-          note("tlbbench: skipping %s x %s: no plan: %s\n", w->name, order[j]->name, c->plan_note);
-          continue;
-        }
-        note("tlbbench: %s x %s: %s\n", w->name, order[j]->name, c->plan_note);
-      }
-      ncells++;
-    }
-  }
-  if (!ncells) { note("tlbbench: nothing to run (no workload x allocator cell is available)\n"); goto out; }
+}
 
-  char tmpdir[4200], path[4400];
-  snprintf(tmpdir, sizeof tmpdir, "%s/tmp", o.out);
-  if (mkdirs(o.out) || mkdirs(tmpdir)) { note("tlbbench: cannot create %s: %s\n", tmpdir, strerror(errno)); goto out; }
-  snprintf(path, sizeof path, "%s/runs.csv", o.out);
-  FILE *runs_csv = fopen(path, "w");
-  if (!runs_csv) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); goto out; }
+/* Workload w's cells, one per allocator it runs with: those whose program is not built or
+ * needs a program not installed are skipped, and a planned allocator gets its plan now. */
+static void add_cells(tb_bench_t *b, const tb_workload_t *w) {
+  char prog[4400];
+  snprintf(prog, sizeof prog, "%s/%s", b->wl_dir, w->prog);
+  if (access(prog, X_OK) != 0) {
+    snprintf(b->skipped[b->nskipped++], 256, "workload %s: %.200s not built", w->name, prog);
+    note("tlbbench: skipping workload %s: %s not built\n", w->name, prog);
+    return;
+  }
+  char miss[64];
+  if (missing_prog(w->needs, miss, sizeof miss)) {
+    snprintf(b->skipped[b->nskipped++], 256, "workload %s: not run: %s is not installed (not on PATH; `make setup` installs it)",
+             w->name, miss);
+    note("tlbbench: skipping workload %s: %s is not installed (not on PATH)\n", w->name, miss);
+    return;
+  }
+  for (size_t j = 0; j < b->nalloc; j++) {
+    const tb_alloc_t *a = b->order[j];
+    if (a->extra_arg && !w->ideal_ok) continue;  /* `ideal` exists only for records */
+    if (a->planned && !w->plan_args) continue;   /* a plan is made for records only */
+    if (!cell_wanted(&b->o, b->sel_allocs, w, a)) continue;
+    tb_cell_t *c = &b->cells[b->ncells];
+    tb_cell_init(c, w, a);
+    snprintf(c->lib, sizeof c->lib, "%s", b->libs[j]);
+    if (a->planned) {
+      progress("tlbbench: %s x %s: the plan (tlbpack profile of a smaller run, under valgrind; cached)", w->name, a->name);
+      if (tb_plan_make(w, b->self, b->wl_dir, b->o.timeout_s, c->plan, sizeof c->plan, c->plan_note, sizeof c->plan_note) != 0) {
+        snprintf(b->skipped[b->nskipped++], 256, "allocator %s x %s: no plan: %.180s", a->name, w->name, c->plan_note);
+        note("tlbbench: skipping %s x %s: no plan: %s\n", w->name, a->name, c->plan_note);
+        continue;
+      }
+      note("tlbbench: %s x %s: %s\n", w->name, a->name, c->plan_note);
+    }
+    b->ncells++;
+  }
+}
+
+/* The output directory, its tmp/ for traces, and runs.csv with its header. */
+static int open_runs_csv(tb_bench_t *b) {
+  char path[4400];
+  snprintf(b->tmpdir, sizeof b->tmpdir, "%s/tmp", b->o.out);
+  if (mkdirs(b->o.out) || mkdirs(b->tmpdir)) { note("tlbbench: cannot create %s: %s\n", b->tmpdir, strerror(errno)); return -1; }
+  snprintf(path, sizeof path, "%s/runs.csv", b->o.out);
+  b->runs_csv = fopen(path, "w");
+  if (!b->runs_csv) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); return -1; }
   const char *rh[] = {"workload", "allocator", "run", "status", "wall_s", "ns_per_op", "peak_rss_kb",
                       "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from", "result"};
-  tb_csv_row(runs_csv, rh, sizeof rh / sizeof rh[0]);
+  tb_csv_row(b->runs_csv, rh, sizeof rh / sizeof rh[0]);
+  return 0;
+}
 
+/* Timed run r (from 0) of cell c, of `runs`: its measures go into the cell and a row of runs.csv. */
+static void run_timed(tb_bench_t *b, tb_cell_t *c, int r, int runs) {
+  const tb_opts_t *o = &b->o;
+  b->done++;
+  progress("[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)", b->done, b->total, c->w->name, c->a->name, r + 1, runs, now_s() - b->t0);
+  char *av[32], store[8192], preload[600], conf[700];
+  const char *env[TB_MAX_ENV + 2];
+  build_argv(av, store, sizeof store, b->wl_dir, c, o->scale, o->pin_threads ? "--pin" : NULL);
+  env_for(c, env, preload, sizeof preload, conf, sizeof conf);
+  tb_proc_t p;
+  tb_kv_t kv;
+  const char *why = NULL;
+  char line[200], runno[16], status[16], wall[32];
+  if (tb_run(av, env, o->timeout_s, &p) != 0) {
+    snprintf(c->error, sizeof c->error, "cannot start %s", av[0]);
+    note("tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
+    c->failures++;
+    return;
+  }
+  int bad = p.timed_out || p.status != 0 || tb_parse_result(p.out, &kv, &why) != 0;
+  if (bad) {
+    c->failures++;
+    if (p.timed_out) snprintf(c->error, sizeof c->error, "timed out after %.0f s", o->timeout_s);
+    else if (p.status != 0) snprintf(c->error, sizeof c->error, "exit %d: %s", p.status, first_line(p.err, line, sizeof line));
+    else snprintf(c->error, sizeof c->error, "%s", why);
+    note("tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
+  } else {
+    tb_cell_add_run(c, &kv);
+    const char *mf = tb_kv_get(&kv, "malloc_from");
+    const char *want = c->lib[0] ? strrchr(c->lib, '/') : "/libc.so.6";
+    want = want ? want + 1 : c->lib;
+    int stock = c->w->stock && !c->lib[0];  /* the program's own malloc: nothing to expect */
+    if (mf && strcmp(mf, want) != 0 && r == 0 && !stock)
+      note("tlbbench: warning: %s x %s: malloc comes from %s, expected %s (preload not effective?)\n",
+              c->w->name, c->a->name, mf, want);
+  }
+  snprintf(runno, sizeof runno, "%d", r + 1);
+  snprintf(status, sizeof status, "%d", p.timed_out ? -1 : p.status);
+  snprintf(wall, sizeof wall, "%.3f", p.wall_s);
+  const char *nl = strstr(p.out, "RESULT ");
+  char res[1024] = "";
+  if (nl) { size_t l = strcspn(nl, "\n"); if (l >= sizeof res) l = sizeof res - 1; memcpy(res, nl, l); res[l] = 0; }
+  const char *g[] = {"ns_per_op", "peak_rss_kb", "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from"};
+  const char *row[12] = {c->w->name, c->a->name, runno, status, wall};
+  for (int k = 0; k < 6; k++) row[5 + k] = bad ? "" : (tb_kv_get(&kv, g[k]) ? tb_kv_get(&kv, g[k]) : "");
+  row[11] = res;
+  tb_csv_row(b->runs_csv, row, 12);
+  fflush(b->runs_csv);
+  tb_proc_free(&p);
+}
+
+/* Cell c's traced run, replayed by the simulator natively and nested. */
+static void run_traced(tb_bench_t *b, tb_cell_t *c) {
+  const tb_opts_t *o = &b->o;
+  if (c->w->no_trace) { snprintf(c->sim_note, sizeof c->sim_note, "%s", c->w->no_trace); return; }
+  b->done++;
+  progress("[%zu/%zu] %s x %s traced run + tlbsim (elapsed %.0f s)", b->done, b->total, c->w->name, c->a->name, now_s() - b->t0);
+  char trace[4600], smaps[4600], more[9400];
+  snprintf(trace, sizeof trace, "%s/%s.%s.trace", b->tmpdir, c->w->name, c->a->name);
+  snprintf(smaps, sizeof smaps, "%s/%s.%s.smaps", b->tmpdir, c->w->name, c->a->name);
+  snprintf(more, sizeof more, "--trace %s --smaps %s --trace-max %lu%s", trace, smaps, o->trace_max,
+           o->pin_threads ? " --pin" : "");
+  char *av[32], store[16384], preload[600], conf[700];
+  const char *env[TB_MAX_ENV + 2];
+  build_argv(av, store, sizeof store, b->wl_dir, c, o->scale, more);
+  env_for(c, env, preload, sizeof preload, conf, sizeof conf);
+  tb_proc_t p;
+  char line[160];
+  unlink(trace);
+  if (tb_run(av, env, o->timeout_s, &p) != 0 || p.status != 0 || p.timed_out) {
+    snprintf(c->sim_note, sizeof c->sim_note, "traced run failed: %s", p.err ? first_line(p.err, line, sizeof line) : "cannot start");
+  } else {
+    struct stat st;
+    tb_kv_t kv;
+    const char *why, *traced = NULL;
+    double mark = NAN;
+    if (tb_parse_result(p.out, &kv, &why) == 0) {
+      traced = tb_kv_get(&kv, "traced");
+      if (tb_kv_num(&kv, "trace_marker", &mark) != 0) mark = NAN;
+    }
+    if (stat(trace, &st) != 0 || st.st_size <= 16)
+      snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",
+               traced ? traced : "");
+    else
+      simulate(c, b->tlbsim, o->cpu, trace, smaps, !isnan(mark), o->timeout_s);
+  }
+  if (c->sim_note[0]) note("tlbbench: %s x %s: %s\n", c->w->name, c->a->name, c->sim_note);
+  tb_proc_free(&p);
+  if (!o->keep_traces) unlink(trace);
+}
+
+/* Cells [first, last), one workload's: the 1 GiB pool it wants (for its runs only, or it is
+ * skipped), its timed runs interleaved (run r of every allocator, then run r+1 ...), then one
+ * traced run per cell. */
+static void run_workload(tb_bench_t *b, size_t first, size_t last) {
+  const tb_workload_t *w = b->cells[first].w;
+  int gpool = w->gpool[b->o.scale];
+  if (gpool > 0) {
+    char why[240];
+    long got = tb_gpool_reserve(gpool, why, sizeof why);
+    if (got < 0) {
+      snprintf(b->skipped[b->nskipped++], 256, "workload %s: not run: no 1 GiB pool: %.200s", w->name, why);
+      note("tlbbench: skipping workload %s: no 1 GiB pool: %s\n", w->name, why);
+      for (size_t i = first; i < last; i++) b->cells[i].skipped = 1;
+      b->done += (size_t)runs_of(&b->o, w) * (last - first);
+      return;
+    }
+    note("tlbbench: %s: the 1 GiB pool has %ld free page(s) (%d wanted)%s\n", w->name, got, gpool,
+         got < gpool ? ": the rest of the heap goes on 2 MiB pages" : "");
+  }
+  int runs = runs_of(&b->o, w);
+  for (int r = 0; r < runs; r++)
+    for (size_t i = first; i < last; i++) run_timed(b, &b->cells[i], r, runs);
+  for (size_t i = first; i < last && b->o.sim; i++) run_traced(b, &b->cells[i]);
+  if (gpool > 0) tb_gpool_restore();
+}
+
+/* Every cell's runs, a workload at a time; then the skipped cells leave the table (summary.md
+ * lists them under "Not measured", not as empty rows). */
+static void run_all(tb_bench_t *b) {
   size_t traced = 0, timed = 0;
-  for (size_t i = 0; i < ncells; i++) traced += !cells[i].w->no_trace;
-  for (size_t i = 0; i < ncells; i++) timed += (size_t)runs_of(&o, cells[i].w);
-  size_t total = timed + (o.sim ? traced : 0), done = 0;
-  double t0 = now_s();
-  note("tlbbench: %zu cells x %d runs + %zu traced run(s), results in %s\n", ncells, o.runs,
-          o.sim ? traced : 0, o.out);
-  for (size_t first = 0; first < ncells;) {
+  for (size_t i = 0; i < b->ncells; i++) traced += !b->cells[i].w->no_trace;
+  for (size_t i = 0; i < b->ncells; i++) timed += (size_t)runs_of(&b->o, b->cells[i].w);
+  b->total = timed + (b->o.sim ? traced : 0);
+  b->t0 = now_s();
+  note("tlbbench: %zu cells x %d runs + %zu traced run(s), results in %s\n", b->ncells, b->o.runs,
+          b->o.sim ? traced : 0, b->o.out);
+  for (size_t first = 0; first < b->ncells;) {
     size_t last = first;
-    while (last < ncells && cells[last].w == cells[first].w) last++;
-    /* A workload that wants the 1 GiB pool gets it for its runs only, or is skipped. */
-    int gpool = cells[first].w->gpool[o.scale];
-    if (gpool > 0) {
-      char why[240];
-      long got = tb_gpool_reserve(gpool, why, sizeof why);
-      if (got < 0) {
-        snprintf(skipped[nskipped++], 256, "workload %s: not run: no 1 GiB pool: %.200s", cells[first].w->name, why);
-        note("tlbbench: skipping workload %s: no 1 GiB pool: %s\n", cells[first].w->name, why);
-        for (size_t i = first; i < last; i++) cells[i].skipped = 1;
-        done += (size_t)runs_of(&o, cells[first].w) * (last - first);
-        first = last;
-        continue;
-      }
-      note("tlbbench: %s: the 1 GiB pool has %ld free page(s) (%d wanted)%s\n", cells[first].w->name, got, gpool,
-           got < gpool ? ": the rest of the heap goes on 2 MiB pages" : "");
-    }
-    /* interleaved: run r of every allocator, then run r+1 ... */
-    int runs = runs_of(&o, cells[first].w);
-    for (int r = 0; r < runs; r++)
-      for (size_t i = first; i < last; i++) {
-        tb_cell_t *c = &cells[i];
-        done++;
-        progress("[%zu/%zu] %s x %s run %d/%d (elapsed %.0f s)", done, total, c->w->name, c->a->name, r + 1, runs, now_s() - t0);
-        char *av[32], store[8192], preload[600], conf[700];
-        const char *env[TB_MAX_ENV + 2];
-        build_argv(av, store, sizeof store, wl_dir, c, o.scale, o.pin_threads ? "--pin" : NULL);
-        env_for(c, env, preload, sizeof preload, conf, sizeof conf);
-        tb_proc_t p;
-        tb_kv_t kv;
-        const char *why = NULL;
-        char line[200], runno[16], status[16], wall[32];
-        if (tb_run(av, env, o.timeout_s, &p) != 0) {
-          snprintf(c->error, sizeof c->error, "cannot start %s", av[0]);
-          note("tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
-          c->failures++;
-          continue;
-        }
-        int bad = p.timed_out || p.status != 0 || tb_parse_result(p.out, &kv, &why) != 0;
-        if (bad) {
-          c->failures++;
-          if (p.timed_out) snprintf(c->error, sizeof c->error, "timed out after %.0f s", o.timeout_s);
-          else if (p.status != 0) snprintf(c->error, sizeof c->error, "exit %d: %s", p.status, first_line(p.err, line, sizeof line));
-          else snprintf(c->error, sizeof c->error, "%s", why);
-          note("tlbbench: %s x %s run %d failed: %s\n", c->w->name, c->a->name, r + 1, c->error);
-        } else {
-          tb_cell_add_run(c, &kv);
-          const char *mf = tb_kv_get(&kv, "malloc_from");
-          const char *want = c->lib[0] ? strrchr(c->lib, '/') : "/libc.so.6";
-          want = want ? want + 1 : c->lib;
-          int stock = c->w->stock && !c->lib[0];  /* the program's own malloc: nothing to expect */
-          if (mf && strcmp(mf, want) != 0 && r == 0 && !stock)
-            note("tlbbench: warning: %s x %s: malloc comes from %s, expected %s (preload not effective?)\n",
-                    c->w->name, c->a->name, mf, want);
-        }
-        snprintf(runno, sizeof runno, "%d", r + 1);
-        snprintf(status, sizeof status, "%d", p.timed_out ? -1 : p.status);
-        snprintf(wall, sizeof wall, "%.3f", p.wall_s);
-        const char *nl = strstr(p.out, "RESULT ");
-        char res[1024] = "";
-        if (nl) { size_t l = strcspn(nl, "\n"); if (l >= sizeof res) l = sizeof res - 1; memcpy(res, nl, l); res[l] = 0; }
-        const char *g[] = {"ns_per_op", "peak_rss_kb", "hugetlb_kb", "hot_entries", "hot_floor", "malloc_from"};
-        const char *row[12] = {c->w->name, c->a->name, runno, status, wall};
-        for (int k = 0; k < 6; k++) row[5 + k] = bad ? "" : (tb_kv_get(&kv, g[k]) ? tb_kv_get(&kv, g[k]) : "");
-        row[11] = res;
-        tb_csv_row(runs_csv, row, 12);
-        fflush(runs_csv);
-        tb_proc_free(&p);
-      }
-    /* one traced run per cell, replayed by the simulator natively and nested */
-    for (size_t i = first; i < last && o.sim; i++) {
-      tb_cell_t *c = &cells[i];
-      if (c->w->no_trace) { snprintf(c->sim_note, sizeof c->sim_note, "%s", c->w->no_trace); continue; }
-      done++;
-      progress("[%zu/%zu] %s x %s traced run + tlbsim (elapsed %.0f s)", done, total, c->w->name, c->a->name, now_s() - t0);
-      char trace[4600], smaps[4600], more[9400];
-      snprintf(trace, sizeof trace, "%s/%s.%s.trace", tmpdir, c->w->name, c->a->name);
-      snprintf(smaps, sizeof smaps, "%s/%s.%s.smaps", tmpdir, c->w->name, c->a->name);
-      snprintf(more, sizeof more, "--trace %s --smaps %s --trace-max %lu%s", trace, smaps, o.trace_max,
-               o.pin_threads ? " --pin" : "");
-      char *av[32], store[16384], preload[600], conf[700];
-      const char *env[TB_MAX_ENV + 2];
-      build_argv(av, store, sizeof store, wl_dir, c, o.scale, more);
-      env_for(c, env, preload, sizeof preload, conf, sizeof conf);
-      tb_proc_t p;
-      char line[160];
-      unlink(trace);
-      if (tb_run(av, env, o.timeout_s, &p) != 0 || p.status != 0 || p.timed_out) {
-        snprintf(c->sim_note, sizeof c->sim_note, "traced run failed: %s", p.err ? first_line(p.err, line, sizeof line) : "cannot start");
-      } else {
-        struct stat st;
-        tb_kv_t kv;
-        const char *why, *traced = NULL;
-        double mark = NAN;
-        if (tb_parse_result(p.out, &kv, &why) == 0) {
-          traced = tb_kv_get(&kv, "traced");
-          if (tb_kv_num(&kv, "trace_marker", &mark) != 0) mark = NAN;
-        }
-        if (stat(trace, &st) != 0 || st.st_size <= 16)
-          snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",
-                   traced ? traced : "");
-        else
-          simulate(c, tlbsim, o.cpu, trace, smaps, !isnan(mark), o.timeout_s);
-      }
-      if (c->sim_note[0]) note("tlbbench: %s x %s: %s\n", c->w->name, c->a->name, c->sim_note);
-      tb_proc_free(&p);
-      if (!o.keep_traces) unlink(trace);
-    }
-    if (gpool > 0) tb_gpool_restore();
+    while (last < b->ncells && b->cells[last].w == b->cells[first].w) last++;
+    run_workload(b, first, last);
     first = last;
   }
-  fclose(runs_csv);
-  size_t kept = 0; /* skipped cells are listed under "Not measured", not as empty rows */
-  for (size_t i = 0; i < ncells; i++)
-    if (!cells[i].skipped) cells[kept++] = cells[i];
-  ncells = kept;
+  fclose(b->runs_csv);
+  size_t kept = 0;
+  for (size_t i = 0; i < b->ncells; i++)
+    if (!b->cells[i].skipped) b->cells[kept++] = b->cells[i];
+  b->ncells = kept;
+}
 
-  tb_summarize(cells, ncells);
-  snprintf(path, sizeof path, "%s/summary.csv", o.out);
+/* summary.md's text (also printed): the table, the targets, what was not measured, the notes. */
+static void write_summary_md(const tb_bench_t *b, FILE *x) {
+  const tb_opts_t *o = &b->o;
+  const tb_cell_t *cells = b->cells;
+  size_t ncells = b->ncells;
+  fprintf(x, "\n## tlbbench %s: %zu cells, %d runs each (medians; spread = (max-min)/median)\n\n",
+          o->scale == TB_SCALE_FULL ? "full" : o->scale == TB_SCALE_DEMO ? "demo" : "tiny", ncells, o->runs);
+  tb_write_machine(x);
+  for (size_t i = 0; i < ncells; i++)
+    if (runs_of(o, cells[i].w) != o->runs && (i == 0 || cells[i - 1].w != cells[i].w))
+      fprintf(x, "(%s: %d runs per cell in --demo: each run of the real program takes seconds)\n\n",
+              cells[i].w->name, runs_of(o, cells[i].w));
+  if (o->pin_threads)
+    fprintf(x, "(--pin-threads: each workload thread ran on a CPU of its own, thread i on the i-th CPU "
+               "tlbbench may use, the same in every run)\n\n");
+  tb_write_markdown(x, b->cells, ncells);
+  fprintf(x, "\nje = jemalloc (default). TLB entries: pagemap + kpageflags, one per huge page and per "
+             "other 4 KiB page holding hot bytes; floor = ceil(hot bytes / 2 MiB). Simulator: tlbsim "
+             "--cpu %s on each workload's own trace (native; nested = --nested 4k), counted from the "
+             "trace's B record (--warmup marker): the records before it repeat the warm-up of the "
+             "timed phase and only fill the TLBs and walk caches (summary.csv: sim_warmup_accesses). "
+             "Per 1k = per 1,000 accesses of that measured region; inf = none left in it.\n", o->cpu);
+  fprintf(x, "\n### Targets (tlbpack = pool:auto,group:site)\n\n");
+  tb_write_targets(x, b->cells, ncells);
+  if (b->nskipped || !o->sim) {
+    fprintf(x, "\n### Not measured\n\n");
+    for (size_t s = 0; s < b->nskipped; s++) fprintf(x, "- %s\n", b->skipped[s]);
+    if (!o->sim) fprintf(x, "- simulator columns: %s\n", access(b->tlbsim, X_OK) ? "tlbsim not built" : "--no-sim given");
+  }
+  int hdr = 0;
+  for (size_t i = 0; i < ncells; i++)
+    if (cells[i].detail[0] || cells[i].failures || cells[i].sim_note[0] || cells[i].plan_note[0])
+      fprintf(x, "%s- %s x %s: %s%s%s%s%s%s%s\n", hdr++ ? "" : "\n### Notes per cell\n\n", cells[i].w->name, cells[i].a->name,
+              cells[i].plan_note, cells[i].plan_note[0] && cells[i].detail[0] ? "; " : "", cells[i].detail, cells[i].failures ? " failures: " : "", cells[i].failures ? cells[i].error : "",
+              cells[i].sim_note[0] ? " sim: " : "", cells[i].sim_note);
+}
+
+/* summary.csv, the plots and summary.md (printed on stdout too); returns the plots written. */
+static int write_results(tb_bench_t *b) {
+  char path[4400];
+  tb_summarize(b->cells, b->ncells);
+  snprintf(path, sizeof path, "%s/summary.csv", b->o.out);
   FILE *f = fopen(path, "w");
-  if (f) { tb_write_summary_csv(f, cells, ncells); fclose(f); }
+  if (f) { tb_write_summary_csv(f, b->cells, b->ncells); fclose(f); }
   else note("tlbbench: cannot write %s: %s\n", path, strerror(errno));
-  int plots = tb_write_plots(o.out, cells, ncells);
-  snprintf(path, sizeof path, "%s/summary.md", o.out);
+  int plots = tb_write_plots(b->o.out, b->cells, b->ncells);
+  snprintf(path, sizeof path, "%s/summary.md", b->o.out);
   f = fopen(path, "w");
   progress_clear();
   FILE *outs[2] = {stdout, f};
   for (int k = 0; k < 2; k++) {
-    FILE *x = outs[k];
-    if (!x) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); continue; }
-    fprintf(x, "\n## tlbbench %s: %zu cells, %d runs each (medians; spread = (max-min)/median)\n\n",
-            o.scale == TB_SCALE_FULL ? "full" : o.scale == TB_SCALE_DEMO ? "demo" : "tiny", ncells, o.runs);
-    tb_write_machine(x);
-    for (size_t i = 0; i < ncells; i++)
-      if (runs_of(&o, cells[i].w) != o.runs && (i == 0 || cells[i - 1].w != cells[i].w))
-        fprintf(x, "(%s: %d runs per cell in --demo: each run of the real program takes seconds)\n\n",
-                cells[i].w->name, runs_of(&o, cells[i].w));
-    if (o.pin_threads)
-      fprintf(x, "(--pin-threads: each workload thread ran on a CPU of its own, thread i on the i-th CPU "
-                 "tlbbench may use, the same in every run)\n\n");
-    tb_write_markdown(x, cells, ncells);
-    fprintf(x, "\nje = jemalloc (default). TLB entries: pagemap + kpageflags, one per huge page and per "
-               "other 4 KiB page holding hot bytes; floor = ceil(hot bytes / 2 MiB). Simulator: tlbsim "
-               "--cpu %s on each workload's own trace (native; nested = --nested 4k), counted from the "
-               "trace's B record (--warmup marker): the records before it repeat the warm-up of the "
-               "timed phase and only fill the TLBs and walk caches (summary.csv: sim_warmup_accesses). "
-               "Per 1k = per 1,000 accesses of that measured region; inf = none left in it.\n", o.cpu);
-    fprintf(x, "\n### Targets (tlbpack = pool:auto,group:site)\n\n");
-    tb_write_targets(x, cells, ncells);
-    if (nskipped || !o.sim) {
-      fprintf(x, "\n### Not measured\n\n");
-      for (size_t s = 0; s < nskipped; s++) fprintf(x, "- %s\n", skipped[s]);
-      if (!o.sim) fprintf(x, "- simulator columns: %s\n", access(tlbsim, X_OK) ? "tlbsim not built" : "--no-sim given");
-    }
-      int hdr = 0;
-    for (size_t i = 0; i < ncells; i++)
-      if (cells[i].detail[0] || cells[i].failures || cells[i].sim_note[0] || cells[i].plan_note[0])
-        fprintf(x, "%s- %s x %s: %s%s%s%s%s%s%s\n", hdr++ ? "" : "\n### Notes per cell\n\n", cells[i].w->name, cells[i].a->name,
-                cells[i].plan_note, cells[i].plan_note[0] && cells[i].detail[0] ? "; " : "", cells[i].detail, cells[i].failures ? " failures: " : "", cells[i].failures ? cells[i].error : "",
-                cells[i].sim_note[0] ? " sim: " : "", cells[i].sim_note);
+    if (!outs[k]) { note("tlbbench: cannot write %s: %s\n", path, strerror(errno)); continue; }
+    write_summary_md(b, outs[k]);
   }
   if (f) fclose(f);
-  note("tlbbench: done in %.0f s; %s/{runs.csv,summary.csv,summary.md}, %d plot(s)\n", now_s() - t0, o.out, plots);
+  return plots;
+}
+
+int main(int argc, char **argv) {
+  static tb_bench_t b; /* large: the allocators' library paths */
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  progress_tty = isatty(2);
+  parse(argc, argv, &b.o);
+  if (b.o.list) {
+    list_names();
+    return 0;
+  }
+  tb_sweep_opts_t so = sweep_opts(&b.o);
+  if (b.o.sweep) {
+    if (mkdirs(b.o.out)) { note("tlbbench: cannot create %s: %s\n", b.o.out, strerror(errno)); return 1; }
+    return tb_sweep(&so);
+  }
+  if (find_tools(&b)) return 1;
+  /* the matrix; missing pieces are reported here, once, and listed in summary.md */
+  size_t cap = tb_nworkloads * tb_nallocs;
+  b.cells = calloc(cap, sizeof *b.cells);
+  b.skipped = calloc(cap + tb_nallocs, sizeof *b.skipped);
+  int rc = 1; /* from here every return goes through `out`, which frees the tables */
+  if (!b.cells || !b.skipped) { note("tlbbench: out of memory\n"); goto out; }
+  pick_allocators(&b);
+  for (size_t i = 0; i < tb_nworkloads; i++)
+    if (wl_selected(&b.o, &tb_workloads[i])) add_cells(&b, &tb_workloads[i]);
+  if (!b.ncells) { note("tlbbench: nothing to run (no workload x allocator cell is available)\n"); goto out; }
+  if (open_runs_csv(&b)) goto out;
+  run_all(&b);
+  int plots = write_results(&b);
+  note("tlbbench: done in %.0f s; %s/{runs.csv,summary.csv,summary.md}, %d plot(s)\n", now_s() - b.t0, b.o.out, plots);
   rc = 0;
-  for (size_t i = 0; i < ncells; i++)
-    if (cells[i].nruns == 0) rc = 1;  /* a cell that never ran is a failure of the benchmark */
-  if (o.scale == TB_SCALE_FULL && !o.workloads) { /* --full ends with the whole sweep */
+  for (size_t i = 0; i < b.ncells; i++)
+    if (b.cells[i].nruns == 0) rc = 1;  /* a cell that never ran is a failure of the benchmark */
+  if (b.o.scale == TB_SCALE_FULL && !b.o.workloads) { /* --full ends with the whole sweep */
     int sr = tb_sweep(&so);
     if (sr && !rc) rc = sr;
   }
 out:
-  free(cells);
-  free(skipped);
+  free(b.cells);
+  free(b.skipped);
   return rc;
 }

@@ -325,10 +325,10 @@ Test(sentinel, a_free_finds_its_bin_in_the_threads_table_once_the_miss_created_i
 Test(sentinel, a_free_in_another_gib_moves_the_threads_map_cache) {
   void *p = tp_malloc(48), *q = tp_malloc(48);
   tp_free(p);
-  uintptr_t gib = (uintptr_t)q >> TP_BLOCK_SHIFT, base = gib << TP_BLOCK_SHIFT;
+  uintptr_t gib = (uintptr_t)q >> TP_GIB_SHIFT, base = gib << TP_GIB_SHIFT;
   cr_assert_eq(_tp_tc->map_base, base, "the thread's first free did not fill its map cache");
   cr_assert_eq(_tp_tc->map_slabs, _tp_map[gib]->slab);
-  _tp_tc->map_base = base + ((uintptr_t)1 << TP_BLOCK_SHIFT); /* as if the last free had been a GiB further */
+  _tp_tc->map_base = base + ((uintptr_t)1 << TP_GIB_SHIFT); /* as if the last free had been a GiB further */
   _tp_tc->map_slabs = _tp_no_slabs;
   tp_free(q);
   cr_assert_eq(_tp_tc->map_base, base, "a free in another GiB left the cache where it was");

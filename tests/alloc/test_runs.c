@@ -29,8 +29,8 @@ static void *fake_reserve(void *hint, size_t len, size_t align) {
   if (a + len > fake.hi) fake.hi = a + len;
   return (void *)a;
 }
-static int fake_back(void *addr, int want, unsigned *fallbacks, int node) {
-  (void)addr, (void)fallbacks, (void)node;
+static int fake_back(void *addr, int want, unsigned *fallbacks, int node, size_t pool_held) {
+  (void)addr, (void)fallbacks, (void)node, (void)pool_held;
   fake.backs++;
   fake.last_want = want;
   if (fake.backs <= 64) fake.wants[fake.backs - 1] = want;
@@ -70,8 +70,8 @@ static struct {
   uintptr_t first;
   int fail;
 } lazy;
-static int fake_back_lazy(void *addr, size_t len, int node) {
-  (void)node;
+static int fake_back_lazy(void *addr, size_t len, int node, size_t pool_held) {
+  (void)node, (void)pool_held;
   lazy.calls++;
   lazy.bytes += len;
   if (lazy.first == 0) lazy.first = (uintptr_t)addr;

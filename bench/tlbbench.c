@@ -362,7 +362,10 @@ int main(int argc, char **argv) {
       continue;
     }
     for (size_t j = 0; j < nalloc; j++) {
-      if (order[j]->extra_arg && !w->ideal_ok) continue;  /* `ideal` exists only for records */
+      /* an allocator with a flag of its own runs where the workload takes it: `ideal` in records,
+       * the SQLite adapter where a workload lists it */
+      if (order[j]->extra_arg && !(w->allocs ? has(w->allocs, order[j]->name) : w->ideal_ok && !order[j]->on_request))
+        continue;
       if (order[j]->planned && !w->plan_args) continue;   /* a plan is made for records only */
       if (!cell_wanted(&o, sel_allocs, w, order[j])) continue;
       tb_cell_init(&cells[ncells], w, order[j]);
@@ -499,6 +502,8 @@ int main(int argc, char **argv) {
         if (tb_parse_result(p.out, &kv, &why) == 0) {
           traced = tb_kv_get(&kv, "traced");
           if (tb_kv_num(&kv, "trace_marker", &mark) != 0) mark = NAN;
+          double ops;
+          if (tb_kv_num(&kv, "traced_ops", &ops) == 0 && ops > 0) c->traced_ops = ops;
         }
         if (stat(trace, &st) != 0 || st.st_size <= 16)
           snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",

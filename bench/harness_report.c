@@ -380,6 +380,7 @@ static double m_walks(const tb_cell_t *c) { return simf(&c->sim, F_WALKS); }
 static double m_entries(const tb_cell_t *c) { return c->hot_entries; }
 static double m_time(const tb_cell_t *c) { return c->ns_med; }
 static double m_resident(const tb_cell_t *c) { return c->res_total_med; }
+static double m_walks_per_op(const tb_cell_t *c) { return per_op(c, c->sim.walks); }
 
 static int plot_one(const char *dir, const char *name, const char *ylabel, metric_fn m,
                     const tb_cell_t *cells, size_t n) {
@@ -455,5 +456,6 @@ int tb_write_plots(const char *dir, const tb_cell_t *cells, size_t n) {
   made += plot_one(dir, "time", "ns per operation (median)", m_time, cells, n);
   made += plot_one(dir, "resident_entries", "real programs: TLB entries for their resident memory at peak",
                    m_resident, cells, n);
+  made += plot_one(dir, "walks_per_op", "simulated page walks per op (sqlite-lib: per query)", m_walks_per_op, cells, n);
   return made;
 }

@@ -315,3 +315,20 @@ Test(sqlite, connections_on_four_threads_and_one_shared_connection) {
   cr_assert_eq(one_int(shared, "SELECT count(*) FROM s"), 20);
   sqlite3_close(shared);
 }
+
+Test(sqlite, closing_a_database_gives_all_of_its_cache_back) {
+  cr_assert_eq(tp_sqlite_install(TP_SQLITE_PCACHE), SQLITE_OK); /* only the cache is tlbpack's */
+  cr_assert_eq(sqlite3_initialize(), SQLITE_OK);
+  tp_stats_t before, full, after;
+  tp_stats_get(&before);
+  sqlite3 *db = open_db("close.db");
+  exec(db, "PRAGMA cache_size=-100000; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)");
+  exec(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<20000) "
+           "INSERT INTO t SELECT x, zeroblob(300) FROM c");
+  tp_stats_get(&full);
+  cr_assert_gt(full.live_bytes, before.live_bytes + 6000000, "the cache's ~7 MB are not in tlbpack's heap");
+  cr_assert_eq(sqlite3_close(db), SQLITE_OK);
+  tp_stats_get(&after);
+  cr_assert_leq(after.live_bytes, before.live_bytes, "%zu bytes left live after close (%zu before open)",
+                after.live_bytes, before.live_bytes);
+}

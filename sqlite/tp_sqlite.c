@@ -55,6 +55,7 @@ struct tp_cache_s {
   unsigned max_pages, pin_limit; /* xCachesize, and 90% of it: createFlag 1's limit */
   unsigned npage, npinned;  /* read by tp_sqlite_stats: relaxed atomics */
   unsigned nhash;           /* a power of two */
+  unsigned max_key;         /* no page has a larger key (xTruncate is O(1) above it) */
   tp_page_t **hash;
   tp_page_t lru;            /* sentinel: lru.lnext newest ... lru.lprev oldest */
   tp_cache_t *prev, *next;  /* the list of live caches */
@@ -210,6 +211,7 @@ static tp_page_t *page_new(tp_cache_t *c, unsigned key, int create_flag) {
   p->key = key;
   p->pinned = 1;
   p->lprev = p->lnext = NULL;
+  if (key > c->max_key) c->max_key = key;
   hash_insert(c, p);
   STORE(c->npage, c->npage + 1);
   STORE(c->npinned, c->npinned + 1);
@@ -258,21 +260,36 @@ static void pc_rekey(sqlite3_pcache *pc, sqlite3_pcache_page *pg, unsigned old_k
   COUNT(n_rekeyed, 1);
   hash_unlink(c, p);
   p->key = new_key;
+  if (new_key > c->max_key) c->max_key = new_key;
   hash_insert(c, p);
 }
 
+static void truncate_page(tp_cache_t *c, tp_page_t *p) {
+  page_drop(c, p);
+  COUNT(n_truncated, 1);
+}
+
 /* Discards every page whose key is iLimit or more, pinned ones too (SQLite's contract: they are
- * implicitly unpinned). */
+ * implicitly unpinned). SQLite calls it at the end of every transaction with the database's
+ * size: nothing to do unless the file shrank, and then the keys past it are looked up one by
+ * one when they are fewer than the table's buckets. */
 static void pc_truncate(sqlite3_pcache *pc, unsigned limit) {
   tp_cache_t *c = (tp_cache_t *)pc;
-  for (unsigned b = 0; b < c->nhash; b++)
-    for (tp_page_t *p = c->hash[b], *nx; p; p = nx) {
-      nx = p->hnext;
-      if (p->key >= limit) {
-        page_drop(c, p);
-        COUNT(n_truncated, 1);
-      }
+  if (limit > c->max_key) return;
+  if (c->max_key - limit < c->nhash / 2) {
+    for (unsigned k = limit;; k++) {
+      tp_page_t *p = lookup(c, k);
+      if (p) truncate_page(c, p);
+      if (k == c->max_key) break;
     }
+  } else {
+    for (unsigned b = 0; b < c->nhash; b++)
+      for (tp_page_t *p = c->hash[b], *nx; p; p = nx) {
+        nx = p->hnext;
+        if (p->key >= limit) truncate_page(c, p);
+      }
+  }
+  c->max_key = limit ? limit - 1 : 0;
 }
 
 static void pc_destroy(sqlite3_pcache *pc) {

@@ -709,6 +709,13 @@ void *tp_pvalloc(size_t size) {
 
 size_t tp_malloc_usable_size(const void *p) { return p ? _tp_usable_size(p, NULL) : 0; }
 
+size_t tp_good_size(size_t size) {
+  if (size <= TP_SMALL_MAX) return _tp_class_size(_tp_class_of(size));
+  if (size <= TP_MEDIUM_MAX) return (size + TP_SLOT - 1) & ~(size_t)(TP_SLOT - 1);
+  size_t r = (size + TP_HPAGE - 1) & ~(size_t)(TP_HPAGE - 1);
+  return r < size ? size : r;
+}
+
 int tp_trim(size_t pad) {
   if (atomic_load(&_tp_ready) == 0) return 0;
   tp_tcache_t *tc = _tp_tc;

@@ -155,6 +155,8 @@ typedef struct tb_cell_s {
   char plan[512];                /* planned allocator: the plan file ("" otherwise) */
   char plan_note[512];           /* how the plan was made (or found cached) */
   tb_sim_t sim, nested;          /* ok == 0: not simulated; sim_note says why */
+  double traced_ops;             /* ops (queries) in the trace's measured region, from the traced
+                                    run's traced_ops; NaN when it does not say (no per-op figures) */
   char sim_note[160];
   /* A foreign program's resident memory at its peak, per good run (NaN: not reported): TLB
    * entries for its anonymous and file-backed memory, Rss + hugetlb pages at that moment. */

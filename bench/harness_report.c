@@ -18,6 +18,7 @@ void tb_cell_init(tb_cell_t *c, const tb_workload_t *w, const tb_alloc_t *a) {
   c->hot_entries = c->hot_floor = c->hot_pages_4k = c->hot_bytes = NAN;
   c->ns_med = c->ns_spread = c->rss_med = NAN;
   c->res_anon_med = c->res_file_med = c->res_total_med = c->res_kb_med = NAN;
+  c->traced_ops = NAN;
 }
 
 void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv) {
@@ -109,6 +110,12 @@ static double saved(const tb_cell_t *base, const tb_cell_t *c, int nested, int w
 
 #define NUM(v, d) tb_fmt(bufs[k], sizeof bufs[k], (v), (d)), k++
 
+/* A simulator count per op of the trace's measured region (NaN when the workload does not say
+ * how many ops it holds, or nothing was simulated). */
+static double per_op(const tb_cell_t *c, double count) {
+  return c->sim.ok && c->traced_ops > 0 ? count / c->traced_ops : NAN;
+}
+
 void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
   static const char *hdr[] = {
     "workload", "allocator", "library", "runs", "failures", "ns_per_op_median", "ns_per_op_min",
@@ -121,7 +128,7 @@ void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
     "l2_misses_saved_vs_jemalloc", "walks_saved_vs_jemalloc", "walk_levels_saved_vs_jemalloc",
     "walk_refs_saved_vs_jemalloc", "nested_walk_refs_saved_vs_jemalloc", "sim_warmup_accesses",
     "resident_entries", "resident_entries_anon", "resident_entries_file", "resident_kb",
-    "resident_entries_vs_jemalloc", "sim_note", "error"};
+    "resident_entries_vs_jemalloc", "sim_l2_misses_per_op", "sim_walks_per_op", "sim_note", "error"};
   const size_t nh = sizeof hdr / sizeof hdr[0];
   tb_csv_row(f, hdr, nh);
   for (size_t i = 0; i < n; i++) {
@@ -174,6 +181,8 @@ void tb_write_summary_csv(FILE *f, const tb_cell_t *cells, size_t n) {
     row[r++] = NUM(c->res_file_med, 0);
     row[r++] = NUM(c->res_kb_med, 0);
     row[r++] = NUM(je ? tb_ratio(c->res_total_med, je->res_total_med) : NAN, 3);
+    row[r++] = NUM(per_op(c, c->sim.l2_misses), 1);
+    row[r++] = NUM(per_op(c, c->sim.walks), 1);
     row[r++] = c->sim_note; row[r++] = c->error;
     tb_csv_row(f, row, r);
   }
@@ -186,29 +195,32 @@ void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n) {
   if (!any) return;
   fprintf(f, "\n### Real programs: TLB entries for their resident memory\n\n"
              "| program | allocator | throughput (median) | time x je | RSS + hugetlb at peak MiB | x je "
-             "| TLB entries: anonymous | file-backed | total | x je |\n"
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+             "| TLB entries: anonymous | file-backed | total | x je | sim L2 misses / op | walks / op |\n"
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < n; i++) {
     const tb_cell_t *c = &cells[i];
     if (isnan(c->res_total_med)) continue;
     const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc");
     char b[10][32], label[160];
     tb_alloc_label(c, label, sizeof label);
-    fprintf(f, "| %s | %s | %s %s/s | %s | %s | %s | %s | %s | %s | %s |\n", c->w->name, label,
+    fprintf(f, "| %s | %s | %s %s/s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->w->name, label,
             tb_fmt(b[0], 32, tb_ratio(1e9, c->ns_med), 0), c->w->unit ? c->w->unit : "op",
             tb_fmt(b[1], 32, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 2),
             tb_fmt(b[2], 32, c->res_kb_med / 1024.0, 1),
             tb_fmt(b[3], 32, je ? tb_ratio(c->res_kb_med, je->res_kb_med) : NAN, 2),
             tb_fmt(b[4], 32, c->res_anon_med, 0), tb_fmt(b[5], 32, c->res_file_med, 0),
             tb_fmt(b[6], 32, c->res_total_med, 0),
-            tb_fmt(b[7], 32, je ? tb_ratio(c->res_total_med, je->res_total_med) : NAN, 3));
+            tb_fmt(b[7], 32, je ? tb_ratio(c->res_total_med, je->res_total_med) : NAN, 3),
+            tb_fmt(b[8], 32, per_op(c, c->sim.l2_misses), 1), tb_fmt(b[9], 32, per_op(c, c->sim.walks), 1));
   }
   fprintf(f, "\nTLB entries to map everything the program holds resident, from its /proc/PID/smaps at its "
              "peak (data loaded and worked on, before it frees anything): one per huge page (hugetlbfs by "
              "its page size, THP by 2 MiB) and one per other resident 4 KiB page; anonymous memory (the "
              "heap the allocator places) and file-backed (code, libraries) apart. Every program's data spans "
              "more than the L2 TLB reaches with 4 KiB pages (3072 x 4 KiB = 12 MiB). The memory column is "
-             "Rss + hugetlb pages at that moment (peak RSS in the main table is VmHWM + hugetlb).\n");
+             "Rss + hugetlb pages at that moment (peak RSS in the main table is VmHWM + hugetlb). Per-op "
+             "simulator columns: the traced run's L2 TLB misses and page walks (tlbsim, measured region) "
+             "divided by the ops that region holds, where the workload says (sqlite-lib: queries).\n");
 }
 
 void tb_write_machine(FILE *f) {
@@ -397,6 +409,7 @@ static double m_walks(const tb_cell_t *c) { return simf(&c->sim, F_WALKS); }
 static double m_entries(const tb_cell_t *c) { return c->hot_entries; }
 static double m_time(const tb_cell_t *c) { return c->ns_med; }
 static double m_resident(const tb_cell_t *c) { return c->res_total_med; }
+static double m_walks_per_op(const tb_cell_t *c) { return per_op(c, c->sim.walks); }
 
 static int plot_one(const char *dir, const char *name, const char *ylabel, metric_fn m,
                     const tb_cell_t *cells, size_t n) {
@@ -472,5 +485,6 @@ int tb_write_plots(const char *dir, const tb_cell_t *cells, size_t n) {
   made += plot_one(dir, "time", "ns per operation (median)", m_time, cells, n);
   made += plot_one(dir, "resident_entries", "real programs: TLB entries for their resident memory at peak",
                    m_resident, cells, n);
+  made += plot_one(dir, "walks_per_op", "simulated page walks per op (sqlite-lib: per query)", m_walks_per_op, cells, n);
   return made;
 }

@@ -54,6 +54,9 @@ const tb_alloc_t tb_allocs[] = {
    "libtlbpack.so", "tlbpack with gpage_mb:0: the heap on 1 GiB pages while the 1 GiB pool has free ones", 0, 1},
   {"tlbpack-2m", TB_LIB_TLBPACK, NULL, {"TLBPACK_CONF=pool:auto,group:site,gpages:off", NULL}, NULL,
    "libtlbpack.so", "tlbpack with gpages:off: 2 MiB pages only", 0, 1},
+  {"tlbpack-sqlite", TB_LIB_NONE, NULL, {NULL}, "--adapter auto", "libc.so.6",
+   "no preload: SQLite's heap and page cache on tlbpack through its own hooks (libtlbpack-sqlite, "
+   "tp_sqlite_install), the program's malloc glibc's", 0, 1},
 };
 const size_t tb_nallocs = sizeof tb_allocs / sizeof tb_allocs[0];
 
@@ -188,6 +191,17 @@ const tb_workload_t tb_workloads[] = {
    "the sqlite3 shell on a database file (demo 150 k rows, ~30 MB; full 500 k) held in its page cache: "
    "random point queries by rowid and through an index",
    "sqlite3", "no trace: sqlite3's memory accesses are not recorded", NULL, 3, "query", NULL, NULL, {0}},
+  /* SQLite linked into the driver (not the shell): traced under lackey, minutes per cell, so
+   * not in the demo. 1 GB of pages in the cache at full scale. */
+  {.name = "sqlite-lib", .prog = "wl_sqlitelib",
+   .args = {"--customers 2000 --queries 2000 --integrity --trace-customers 1000 --trace-queries 10",
+            "--customers 60000 --queries 30000 --integrity --trace-customers 24000 --trace-queries 100",
+            "--customers 1800000 --queries 200000 --trace-customers 24000 --trace-queries 200"},
+   .what = "a program linking libsqlite3: an order-entry database (customers with name and city indexes, 5 "
+           "orders each with customer and time indexes; demo 60 k customers, ~33 MB; full 1.8 M, ~1 GB) "
+           "read whole into the page cache, then point lookups by index, range scans, joins and updates "
+           "(40/20/20/20), 100 to a transaction; traced with valgrind lackey on a 13 MB database",
+   .unit = "query", .demo_runs = 3, .allocs = "glibc,jemalloc,tlbpack,tlbpack-sqlite"},
   {"perl-hash", "wl_perl",
    {"--keys 2000 --lookups 5000", "--keys 100000 --lookups 300000", "--keys 600000 --lookups 2000000"}, 0, 0,
    "perl building a hash of 100-byte strings (demo 100 k keys, ~30 MB; full 600 k), then random lookups",

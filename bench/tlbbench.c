@@ -416,7 +416,9 @@ static void add_cells(tb_bench_t *b, const tb_workload_t *w) {
   }
   for (size_t j = 0; j < b->nalloc; j++) {
     const tb_alloc_t *a = b->order[j];
-    if (a->extra_arg && !w->ideal_ok) continue;  /* `ideal` exists only for records */
+    /* an allocator with a flag of its own runs where the workload takes it: `ideal` in records,
+     * the SQLite adapter where a workload lists it */
+    if (a->extra_arg && !(w->allocs ? has(w->allocs, a->name) : w->ideal_ok && !a->on_request)) continue;
     if (a->planned && !w->plan_args) continue;   /* a plan is made for records only */
     if (!cell_wanted(&b->o, b->sel_allocs, w, a)) continue;
     tb_cell_t *c = &b->cells[b->ncells];
@@ -528,6 +530,8 @@ static void run_traced(tb_bench_t *b, tb_cell_t *c) {
     if (tb_parse_result(p.out, &kv, &why) == 0) {
       traced = tb_kv_get(&kv, "traced");
       if (tb_kv_num(&kv, "trace_marker", &mark) != 0) mark = NAN;
+      double ops;
+      if (tb_kv_num(&kv, "traced_ops", &ops) == 0 && ops > 0) c->traced_ops = ops;
     }
     if (stat(trace, &st) != 0 || st.st_size <= 16)
       snprintf(c->sim_note, sizeof c->sim_note, "no trace recorded%s%s", traced ? ": traced=" : " (none in this mode)",

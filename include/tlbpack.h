@@ -41,6 +41,10 @@ TP_API int tp_posix_memalign(void **out, size_t alignment, size_t size);
 TP_API TP_MALLOC_ATTR void *tp_valloc(size_t size);
 TP_API TP_MALLOC_ATTR void *tp_pvalloc(size_t size);
 TP_API size_t tp_malloc_usable_size(const void *p);
+/* The usable size tp_malloc(size) gives (its size class; whole 32 KiB slots, then whole 2 MiB
+ * pages, past 256 KiB): jemalloc's nallocx, SQLite's xRoundup. Blocks of 33-256 KiB that a
+ * site writes little of may be given whole slots, more than this. */
+TP_API size_t tp_good_size(size_t size);
 /* Gives memory back now (glibc's malloc_trim, which is this function under LD_PRELOAD): the
  * calling thread's cached free blocks go back to their slabs, and the empty 2 MiB pages the
  * heap retains for reuse (retain_mb), beyond `pad` bytes of them, go back to the pool or the

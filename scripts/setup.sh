@@ -9,7 +9,7 @@ PKGS=(
   libhugetlbfs-dev libhugetlbfs-bin libnuma-dev numactl
   libcriterion-dev
   libjemalloc2 libjemalloc-dev libtcmalloc-minimal4 libmimalloc2.0
-  gnuplot-nox valgrind sqlite3 git python3 g++
+  gnuplot-nox valgrind sqlite3 libsqlite3-dev git python3 g++
   libpython3.11-testsuite redis-server redis-tools
 )
 BENCH_PKGS=(perl lua5.4 z3 ghostscript jq xz-utils coreutils tcl nodejs)

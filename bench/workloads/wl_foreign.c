@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -229,4 +230,62 @@ const char *wl_last_line(const char *path) {
   }
   fclose(f);
   return last;
+}
+
+/* ---- valgrind lackey traces --------------------------------------------------------------- */
+typedef struct { uint64_t addr; uint32_t size; char op; } lk_rec_t;
+
+size_t wl_lackey_convert(int fd, uintptr_t mark, wl_lackey_span_t *span) {
+  static char buf[1 << 16];
+  char line[128];
+  size_t ln = 0, cap = wl_trace_max ? wl_trace_max : 1, n = 0, total = 0;
+  size_t start = (size_t)-1, end = (size_t)-1; /* record indexes of the two marks */
+  lk_rec_t *ring = mmap(NULL, cap * sizeof *ring, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ring == MAP_FAILED) wl_die("no memory for a %zu-record trace ring", cap);
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < r; i++) {
+      char c = buf[i];
+      if (c != '\n') { if (ln < sizeof line - 1) line[ln++] = c; continue; }
+      line[ln] = 0;
+      ln = 0;
+      if (line[0] != ' ' || (line[1] != 'L' && line[1] != 'S' && line[1] != 'M')) continue;
+      char *e;
+      unsigned long long a = strtoull(line + 3, &e, 16);
+      unsigned long sz = *e == ',' ? strtoul(e + 1, NULL, 10) : 1;
+      total++;
+      if (end != (size_t)-1) continue;                 /* after the second mark: the program's exit */
+      if (mark && (a & ~(uint64_t)4095) == mark) {     /* the program touched its mark page */
+        if ((a & 4095) >= 2048) end = n;
+        else if (start == (size_t)-1) start = n;
+        continue;
+      }
+      lk_rec_t *rec = &ring[n++ % cap];
+      rec->addr = a;
+      rec->size = (uint32_t)(sz ? sz : 1);
+      rec->op = line[1] == 'L' ? 'R' : 'W';
+    }
+  }
+  int seen_end = end != (size_t)-1;
+  if (!seen_end) end = n;
+  size_t first = end > cap ? end - cap : 0;
+  /* The measured region starts at the first mark when the window holds it with no more warm-up
+   * before it than wl_trace_warm_max; otherwise after the window's first quarter. */
+  size_t b = first + (end - first) / 4;
+  if (start != (size_t)-1 && start >= first) {
+    b = start;
+    if (start - first > wl_trace_warm_max()) first = start - wl_trace_warm_max();
+  }
+  for (size_t i = first; i < end; i++) {
+    if (i == b) wl_trace_mark();
+    lk_rec_t *rec = &ring[i % cap];
+    WL_TR(rec->op, (const void *)(uintptr_t)rec->addr, rec->size);
+  }
+  munmap(ring, cap * sizeof *ring);
+  if (span) {
+    span->marked = start != (size_t)-1 && seen_end;
+    span->between = span->marked ? end - start : 0;
+    span->measured = end - b;
+  }
+  return total;
 }

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <sys/resource.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct wl_resident_s {
@@ -68,5 +69,20 @@ long wl_status_kb(pid_t pid, const char *key);
 pid_t wl_spawn_quiet(char *const argv[], int out_fd);
 /* The last non-empty line of a file (a log), for messages. */
 const char *wl_last_line(const char *path);
+
+/* Reads valgrind lackey's log (--tool=lackey --trace-mem=yes) from fd and writes its data
+ * loads, stores and modifies (instruction fetches dropped) to the trace (wl_trace_open first):
+ * the last wl_trace_max of them. mark 0: the measured region (B record) starts after the first
+ * quarter of those. mark = a page's address: the program writes its first half where its
+ * measured phase starts and its second half where it ends; those accesses are not traced,
+ * nothing after the end is, and the region starts at the first (with up to wl_trace_warm_max records of warm-up before
+ * it) when the window holds it. span (may be NULL) says where the region fell. Returns the data
+ * accesses lackey reported. */
+typedef struct wl_lackey_span_s {
+  int marked;          /* both marks seen */
+  size_t between;      /* records between the marks (the whole measured phase) */
+  size_t measured;     /* records from the B record to the end of the trace */
+} wl_lackey_span_t;
+size_t wl_lackey_convert(int fd, uintptr_t mark, wl_lackey_span_t *span);
 
 #endif

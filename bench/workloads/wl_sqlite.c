@@ -11,6 +11,7 @@
  * The hot set is not known for a foreign program, so no TLB-entry figures are reported. */
 #define _GNU_SOURCE
 #include "wl_common.h"
+#include "wl_foreign.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,42 +66,6 @@ static pid_t spawn(char *const argv[], const char *in, int log_fd) {
     _exit(127);
   }
   return pid;
-}
-
-/* reads lackey's log from fd and writes the LAST wl_trace_max data accesses to the trace: the
- * script's work, not the dynamic loader's start-up (~800k accesses) */
-typedef struct { uint64_t addr; uint32_t size; char op; } lk_rec_t;
-static size_t convert_lackey(int fd) {
-  static char buf[1 << 16];
-  char line[128];
-  size_t ln = 0, cap = wl_trace_max ? wl_trace_max : 1, n = 0;
-  lk_rec_t *ring = mmap(NULL, cap * sizeof *ring, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ring == MAP_FAILED) wl_die("no memory for a %zu-record trace ring", cap);
-  ssize_t r;
-  while ((r = read(fd, buf, sizeof buf)) > 0) {
-    for (ssize_t i = 0; i < r; i++) {
-      char c = buf[i];
-      if (c != '\n') { if (ln < sizeof line - 1) line[ln++] = c; continue; }
-      line[ln] = 0;
-      ln = 0;
-      if (line[0] != ' ' || (line[1] != 'L' && line[1] != 'S' && line[1] != 'M')) continue;
-      char *end;
-      unsigned long long a = strtoull(line + 3, &end, 16);
-      unsigned long sz = *end == ',' ? strtoul(end + 1, NULL, 10) : 1;
-      lk_rec_t *rec = &ring[n++ % cap];
-      rec->addr = a;
-      rec->size = (uint32_t)(sz ? sz : 1);
-      rec->op = line[1] == 'L' ? 'R' : 'W';
-    }
-  }
-  size_t first = n > cap ? n - cap : 0;
-  for (size_t i = first; i < n; i++) {
-    if (i == first + (n - first) / 4) wl_trace_mark();   /* the first quarter warms up */
-    lk_rec_t *rec = &ring[i % cap];
-    WL_TR(rec->op, (const void *)(uintptr_t)rec->addr, rec->size);
-  }
-  munmap(ring, cap * sizeof *ring);
-  return n;
 }
 
 int main(int argc, char **argv) {
@@ -161,7 +126,7 @@ int main(int argc, char **argv) {
       wl_trace_open();
       pid_t vp = spawn(vargv, tscript, p[1]);
       close(p[1]);
-      lackey_total = convert_lackey(p[0]);
+      lackey_total = wl_lackey_convert(p[0], 0, NULL);
       close(p[0]);
       waitpid(vp, &st, 0);
       wl_trace_close();

@@ -76,3 +76,60 @@ Test(resident, this_process_holds_what_it_touched) {
   cr_expect_eq(wl_resident(999999999, &b), -1);
   munmap(p, n);
 }
+
+/* valgrind lackey's log with a mark page: the region between the program's two writes to it is
+ * traced, the B record at the first, nothing after the second; without marks, the last
+ * wl_trace_max records with B after their first quarter. */
+#include "wl_common.h"
+
+static size_t convert_text(const char *text, uintptr_t mark, wl_lackey_span_t *span) {
+  char path[] = "/tmp/tb-lackey-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  lseek(fd, 0, SEEK_SET);
+  char trace[] = "/tmp/tb-lktrace-XXXXXX";
+  int tfd = mkstemp(trace);
+  cr_assert(tfd >= 0);
+  close(tfd);
+  wl_trace_path = trace;
+  wl_trace_open();
+  size_t n = wl_lackey_convert(fd, mark, span);
+  wl_trace_close();
+  close(fd);
+  unlink(path);
+  unlink(trace);
+  return n;
+}
+
+Test(lackey, the_marks_bound_the_measured_region) {
+  char text[8192] = "==1== Lackey\nI  04000000,3\n";
+  for (int i = 0; i < 10; i++) strcat(text, " L 1000,8\n");   /* before: start-up, warm-up */
+  strcat(text, " S 5a5a00000000,8\n");                         /* start mark */
+  for (int i = 0; i < 30; i++) strcat(text, i % 3 ? " L 2000,8\n" : " M 3000,4\n");
+  strcat(text, " S 5a5a00000800,8\n");                         /* end mark */
+  for (int i = 0; i < 7; i++) strcat(text, " S 4000,8\n");     /* exit: not traced */
+  wl_trace_max = 1000;
+  wl_lackey_span_t span;
+  size_t total = convert_text(text, 0x5a5a00000000ull, &span);
+  cr_assert_eq(total, 10 + 2 + 30 + 7, "every data access lackey reported is counted");
+  cr_assert(span.marked);
+  cr_assert_eq(span.between, 30);
+  cr_assert_eq(span.measured, 30);
+  cr_assert_eq(wl_trace_count(), 10 + 30, "warm-up + measured records, no mark, nothing after the end");
+}
+
+Test(lackey, a_window_shorter_than_the_phase_keeps_its_end) {
+  char text[8192] = "";
+  strcat(text, " S 5a5a00000000,8\n");
+  for (int i = 0; i < 100; i++) strcat(text, " L 2000,8\n");
+  strcat(text, " S 5a5a00000800,8\n");
+  wl_trace_max = 40;
+  wl_lackey_span_t span;
+  convert_text(text, 0x5a5a00000000ull, &span);
+  cr_assert(span.marked);
+  cr_assert_eq(span.between, 100);
+  cr_assert_eq(span.measured, 30, "B after the window's first quarter: 30 of its 40 records");
+  cr_assert_eq(wl_trace_count(), 40);
+  wl_trace_max = 3000000;
+}

@@ -173,23 +173,12 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* kB of hugetlbfs pages this process shares with another (Shared_Hugetlb), -1 unknown. */
-static long shared_hugetlb_kb(void) {
-  char line[256];
-  long kb = -1;
-  FILE *f = fopen("/proc/self/smaps_rollup", "r");
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, "Shared_Hugetlb:", 15) == 0) kb = atol(line + 15);
-  if (f) fclose(f);
-  return kb;
-}
-
 /* A child: checks what it inherited, works on it (and on new memory) for a while, checks again.
  * It shares no hugetlbfs page with its parent: a shared one is copied on write from the pool,
  * and with none free the writer dies of SIGBUS. */
 static void child(set_t *s, unsigned long long seed, double live_s) {
   s->rng ^= seed * 0x9E3779B97F4A7C15ULL;
-  long shared = shared_hugetlb_kb();
+  long shared = t_proc_kb("/proc/self/smaps_rollup", "Shared_Hugetlb:");
   if (shared > 0) {
     atomic_fetch_add(&mismatches, 1);
     printf("fork_stress: FAIL: child (pid %d) shares %ld kB of hugetlbfs pages with its parent\n", (int)getpid(), shared);

@@ -51,17 +51,22 @@ static inline unsigned long long t_rand(unsigned long long *s) {
   return x * 2685821657736338717ULL;
 }
 
-/* This process's hugetlbfs pages in kB (HugetlbPages of /proc/self/status), whoever mapped
- * them; -1 when the kernel does not say. */
-static inline long t_hugetlb_kb(void) {
+/* The kB figure of a "Key:" line of a /proc file of this process (status, smaps_rollup); -1
+ * when the kernel does not say. */
+static inline long t_proc_kb(const char *path, const char *key) {
   char line[256];
   long kb = -1;
-  FILE *f = fopen("/proc/self/status", "r");
+  size_t n = strlen(key);
+  FILE *f = fopen(path, "r");
   while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, "HugetlbPages:", 13) == 0) kb = atol(line + 13);
+    if (strncmp(line, key, n) == 0) kb = atol(line + n);
   if (f) fclose(f);
   return kb;
 }
+
+/* This process's hugetlbfs pages in kB (HugetlbPages of /proc/self/status), whoever mapped
+ * them; -1 when the kernel does not say. */
+static inline long t_hugetlb_kb(void) { return t_proc_kb("/proc/self/status", "HugetlbPages:"); }
 
 #define T_DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
 #endif

@@ -86,6 +86,8 @@ typedef struct tb_kv_s {
   char val[TB_MAX_KV][96];
 } tb_kv_t;
 
+/* Whether name is one of the comma-separated names in csv (NULL: none). */
+int tb_csv_has(const char *csv, const char *name);
 /* Finds the line starting "RESULT " in text and splits it. Returns 0, or -1 with a reason. */
 int tb_parse_result(const char *text, tb_kv_t *out, const char **why);
 const char *tb_kv_get(const tb_kv_t *kv, const char *key);

@@ -135,3 +135,14 @@ double tb_per_k(double x, double accesses) {
   if (isnan(x) || isnan(accesses) || accesses <= 0) return NAN;
   return x * 1000.0 / accesses;
 }
+
+int tb_csv_has(const char *csv, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = csv; p && *p;) {
+    const char *c = strchr(p, ',');
+    size_t l = c ? (size_t)(c - p) : strlen(p);
+    if (l == n && !strncmp(p, name, n)) return 1;
+    p = c ? c + 1 : NULL;
+  }
+  return 0;
+}

@@ -56,17 +56,8 @@ int tb_sweep_verdict(const tb_sweep_point_t *p, char *why, size_t n) {
   return miss;
 }
 
-static int wanted(const char *csv, const char *name) {
-  if (!csv) return 1;
-  size_t n = strlen(name);
-  for (const char *p = csv; p && *p;) {
-    const char *c = strchr(p, ',');
-    size_t l = c ? (size_t)(c - p) : strlen(p);
-    if (l == n && !strncmp(p, name, n)) return 1;
-    p = c ? c + 1 : NULL;
-  }
-  return 0;
-}
+/* Every name when no list is given. */
+static int wanted(const char *csv, const char *name) { return !csv || tb_csv_has(csv, name); }
 
 /* One run of wl_sweep at a point with allocator a; fills c. */
 static void run_point(const tb_sweep_opts_t *o, const char *wl, const tb_sweep_shape_t *s, size_t heap_kb,

@@ -90,16 +90,7 @@ static void usage(FILE *f) {
     "  --check            exit 3 when a sweep point misses tlbpack's promise (sweep.md says which)\n");
 }
 
-static int has(const char *csv, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = csv; p && *p;) {
-    const char *c = strchr(p, ',');
-    size_t l = c ? (size_t)(c - p) : strlen(p);
-    if (l == n && !strncmp(p, name, n)) return 1;
-    p = c ? c + 1 : NULL;
-  }
-  return 0;
-}
+static int has(const char *csv, const char *name) { return tb_csv_has(csv, name); }
 
 /* every name in csv must be known: a typo is an error, not an empty matrix */
 static int check_names(const char *csv, int allocs) {

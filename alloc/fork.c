@@ -26,10 +26,11 @@
  * later by a long-lived child. So no pool page is shared, whatever the pool holds:
  * - retained empty pool pages go back to the pool (_tp_heap_release_empty_pool);
  * - every other pool page the heap holds is moved onto anonymous memory (THP where the kernel
- *   has one): made read-only, copied, and the copy moved over it with mremap. A lazy run's page
- *   not touched yet is replaced by fresh anonymous memory instead (both read as zeros).
- * A thread that writes to a page while it moves takes a SIGSEGV, which a handler turns into a
- * wait, and its write is retried on the copy. Anonymous pages are copied on write by the
+ *   has one): copied, and the copy moved over it with mremap. A lazy run's page not touched yet
+ *   is replaced by fresh anonymous memory instead (both read as zeros).
+ * With other threads running, a page is read-only while it moves: a thread that writes to it
+ * then takes a SIGSEGV, which a handler turns into a wait, and its write is retried on the
+ * copy. Alone, the forking thread is the only writer, and nothing is made read-only. Anonymous pages are copied on write by the
  * kernel from ordinary memory, as under any other allocator. The pages both processes take
  * after the fork come from the pool again: the next fork moves only those. */
 static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_1G; }

@@ -99,6 +99,19 @@ void _tp_stats_live_4k(tp_live_4k_t *out) {
   _tp_unlock(&_tp_heap_lock);
 }
 
+/* verbose stats: each group's active hpages by source, and the slots used on those on 4 KiB
+ * pages (heap lock held). */
+typedef struct {
+  unsigned n[TP_MAX_GROUPS][TP_SRC_COUNT];
+  unsigned used4k[TP_MAX_GROUPS];
+} page_count_t;
+static void count_page(tp_hpage_t *h, void *arg) {
+  page_count_t *pc = arg;
+  if (h->state != TP_HP_ACTIVE || h->owner >= TP_MAX_GROUPS || h->source >= TP_SRC_COUNT) return;
+  pc->n[h->owner][h->source]++;
+  if (h->source == TP_SRC_4K) pc->used4k[h->owner] += h->nused;
+}
+
 /* Every stats field, once: the text report and the JSON object print this one table. */
 typedef struct {
   const char *name;
@@ -176,6 +189,11 @@ void tp_stats_print(FILE *out, int json) {
   }
   if (!_tp_opt.verbose) return;
   /* verbose: where the memory sits, group by group */
+  static page_count_t pc; /* some 10 KiB: not on the caller's stack */
+  memset(&pc, 0, sizeof pc);
+  _tp_lock(&_tp_heap_lock);
+  _tp_heap_foreach(count_page, &pc);
+  _tp_unlock(&_tp_heap_lock);
   for (unsigned i = 0; i < TP_MAX_GROUPS; i++) {
     tp_group_t *g = _tp_groups[i];
     if (g == NULL || (atomic_load(&g->slab_bytes) == 0 && g->filler.hpages == 0)) continue;
@@ -185,6 +203,8 @@ void tp_stats_print(FILE *out, int json) {
     fprintf(out, "tlbpack:   group %-4u %-24s %s slab_kb %zu own_hpages %zu (slots used %zu of %zu)\n", i,
             g->name, g->exclusive ? "exclusive" : "shared   ", atomic_load(&g->slab_bytes) >> 10,
             g->filler.hpages, used, g->filler.hpages * TP_SLOTS);
+    fprintf(out, "tlbpack:     pages: hugetlbfs %u thp %u 4k %u 1g %u; slots used on 4k %u\n", pc.n[i][TP_SRC_HUGETLB],
+            pc.n[i][TP_SRC_THP], pc.n[i][TP_SRC_4K], pc.n[i][TP_SRC_1G], pc.used4k[i]);
     /* its small classes: slabs, objects, and how many sit available in the slabs (the rest
      * are live or in thread caches) */
     for (unsigned c = 0; c < TP_NCLASSES; c++) {

@@ -216,7 +216,7 @@ typedef struct tb_sweep_point_s {
 } tb_sweep_point_t;
 typedef struct tb_sweep_opts_s {
   const char *out, *allocators, *shapes; /* allocators, shapes: comma-separated, NULL: all */
-  size_t max_kb;
+  size_t max_kb, min_kb; /* min_kb: 0 for the smallest point (512 KiB) */
   int runs, check;      /* check: exit 3 when a point misses the promise */
   unsigned long lookups;
   double timeout_s;

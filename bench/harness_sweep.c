@@ -56,6 +56,13 @@ int tb_sweep_verdict(const tb_sweep_point_t *p, char *why, size_t n) {
   return miss;
 }
 
+/* The sweep's smallest heap: 512 KiB, or the first point of the series at min_kb or more. */
+static size_t first_kb(const tb_sweep_opts_t *o) {
+  size_t kb = MIN_KB;
+  while (kb < o->min_kb) kb *= 2;
+  return kb;
+}
+
 /* Every name when no list is given. */
 static int wanted(const char *csv, const char *name) { return !csv || tb_csv_has(csv, name); }
 
@@ -188,7 +195,7 @@ int tb_sweep(const tb_sweep_opts_t *o) {
       fprintf(stderr, "tlbbench --sweep: %s not run: %s\n", sweep_allocs[a], why ? why : "unknown");
   }
   size_t nh = 0;
-  for (size_t kb = MIN_KB; kb <= o->max_kb; kb *= 2) nh++;
+  for (size_t kb = first_kb(o); kb <= o->max_kb; kb *= 2) nh++;
   size_t cap = nh * tb_sweep_nshapes;
   tb_sweep_point_t *pts = calloc(cap ? cap : 1, sizeof *pts);
   if (!pts) return 1;
@@ -214,7 +221,7 @@ int tb_sweep(const tb_sweep_opts_t *o) {
   size_t npts = 0;
   for (size_t s = 0; s < tb_sweep_nshapes; s++) {
     if (!wanted(o->shapes, tb_sweep_shapes[s].name)) continue;
-    for (size_t kb = MIN_KB; kb <= o->max_kb; kb *= 2) {
+    for (size_t kb = first_kb(o); kb <= o->max_kb; kb *= 2) {
       tb_sweep_point_t *p = &pts[npts++];
       p->shape = s;
       p->heap_kb = kb;

@@ -16,7 +16,7 @@
 typedef struct {
   int scale, runs, runs_given, sim, keep_traces, list, pin_threads, sweep, check;
   const char *out, *workloads, *allocators, *cpu, *tlbsim, *sweep_shapes;
-  unsigned long sweep_max_mb;
+  unsigned long sweep_max_mb, sweep_min_mb;
   unsigned long trace_max;
   double timeout_s;
 } tb_opts_t;
@@ -86,6 +86,7 @@ static void usage(FILE *f) {
     "                     live heap from 512 KiB up, x2 a step; tlbpack, tlbpack-plan, jemalloc,\n"
     "                     jemalloc-thp (--allocators filters); sweep.csv, sweep.md, sweep_entries*.png\n"
     "  --sweep-max-mb N   the sweep's largest heap (default: tiny 16, demo 256, full 2048)\n"
+    "  --sweep-min-mb N   the sweep's smallest heap (default: 512 KiB; the plan is still made at 1 MiB)\n"
     "  --sweep-shapes a,b the sweep's shapes (default all; --list names them)\n"
     "  --check            exit 3 when a sweep point misses tlbpack's promise (sweep.md says which)\n");
 }
@@ -171,6 +172,14 @@ static void parse(int argc, char **argv, tb_opts_t *o) {
         }
       }
       o->sweep_shapes = v;
+    } else if (!strcmp(a, "--sweep-min-mb")) {
+      NEEDV();
+      char *e;
+      o->sweep_min_mb = strtoul(v, &e, 10);
+      if (*e || !o->sweep_min_mb || o->sweep_min_mb > 65536) {
+        fprintf(stderr, "tlbbench: --sweep-min-mb wants 1..65536, got '%s'\n", v);
+        exit(2);
+      }
     } else if (!strcmp(a, "--sweep-max-mb")) {
       NEEDV();
       char *e;
@@ -346,8 +355,14 @@ static void list_names(void) {
 
 /* The TLB sweep's settings from the options (--sweep, and the end of --full). */
 static tb_sweep_opts_t sweep_opts(const tb_opts_t *o) {
-  tb_sweep_opts_t so = {o->out, o->allocators, o->sweep_shapes, 0, o->runs_given ? o->runs : 1, o->check, 0, o->timeout_s};
+  tb_sweep_opts_t so = {.out = o->out, .allocators = o->allocators, .shapes = o->sweep_shapes,
+                       .runs = o->runs_given ? o->runs : 1, .check = o->check, .timeout_s = o->timeout_s};
   so.max_kb = (size_t)(o->sweep_max_mb ? o->sweep_max_mb : o->scale == TB_SCALE_TINY ? 16 : o->scale == TB_SCALE_DEMO ? 256 : 2048) << 10;
+  so.min_kb = (size_t)o->sweep_min_mb << 10;
+  if (so.min_kb > so.max_kb) {
+    fprintf(stderr, "tlbbench: --sweep-min-mb %lu is over the largest heap, %zu MiB\n", o->sweep_min_mb, so.max_kb >> 10);
+    exit(2);
+  }
   so.lookups = o->scale == TB_SCALE_TINY ? 20000 : o->scale == TB_SCALE_DEMO ? 200000 : 1000000;
   return so;
 }

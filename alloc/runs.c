@@ -88,13 +88,15 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
      * which the start policy collapses within its budget. Its pages stay its own. */
     int small = g->explicit_ && owner == g && _tp_opt.pool == TP_POOL_AUTO && g->filler.hpages == 0;
     if (g->on_4k) small = TP_HPAGE_4K_ONLY; /* every one of its hpages (_tp_group_4k) */
+    /* Asked first, so that an explicit group whose first page is full grows up as a site group
+     * does (its next hpages huge while the heap is young), not only has that page collapsed. */
+    if (!small && _tp_heap_group_grows(owner)) small = TP_HPAGE_HUGE;
     tp_hpage_t *y = g->explicit_ ? g->young_hp : NULL;
-    if (y != NULL && !small) {
+    if (y != NULL && (!small || small == TP_HPAGE_HUGE)) {
       g->young_hp = NULL;
       if (y->state == TP_HP_ACTIVE && y->owner == g->id && y->source == TP_SRC_4K && _tp_hpage_collapse(y) == 0)
         y->tail4k = 0, y->start = 0;
     }
-    if (!small && _tp_heap_group_grows(owner)) small = TP_HPAGE_HUGE;
     h = _tp_hpage_get(small);
     if (h == NULL) return NULL;
     if (small && h->source == TP_SRC_4K) g->young_hp = h;

@@ -278,3 +278,33 @@ Test(start_small, a_group_that_fills_a_start_page_in_a_heap_under_4_mib_takes_no
                st.pages_hugetlbfs + st.pages_thp);
   for (int i = 0; i < N; i++) tp_free(p[i]);
 }
+
+/* An explicit group grows up alone as a site group does: in a young heap with 4 MiB carved,
+ * the group's first hpage (on 4 KiB pages, collapsed once full) is followed by huge pages, not
+ * by start pages. A plan's ordered group of one hot site holding 3 MB of records had its
+ * second hpage on 4 KiB pages: 264 TLB entries for a floor of 2 (docs/tlb-sweep.md). */
+Test(start_small, an_explicit_group_that_fills_its_first_page_in_a_young_heap_takes_huge_pages) {
+  TP_NEEDS_POOL_AUTO();
+  if (_tp_opt.start_bytes < ((size_t)8 << 20)) cr_skip_test("start_kb %zu KiB: a 7 MiB heap is past it", _tp_opt.start_bytes >> 10);
+  void *big = tp_malloc((size_t)4 << 20); /* 4 MiB carved: past the bound of a group growing up */
+  cr_assert_not_null(big);
+  tp_group_t *g = tp_group_create_arena("records");
+  cr_assert_not_null(g);
+  enum { N = (3 << 20) / 256 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) {
+    p[i] = tp_group_malloc(g, 256);
+    cr_assert_not_null(p[i]);
+    memset(p[i], 1, 256);
+  }
+  cr_assert(_tp_heap_starting(0), "a 7 MiB heap is past start_kb (%zu KiB)", _tp_opt.start_bytes >> 10);
+  size_t on_4k = 0;
+  for (int i = 0; i < N; i += 16) { /* one block each 4 KiB */
+    tp_hpage_t *h = _tp_hpage_of(p[i]);
+    skip_if_collapse_refused(h);
+    on_4k += h->source == TP_SRC_4K;
+  }
+  cr_assert_eq(on_4k, 0, "%zu of the group's %d 4 KiB pages are on 4 KiB pages", on_4k, N / 16);
+  tp_group_destroy(g);
+  tp_free(big);
+}

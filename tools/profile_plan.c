@@ -72,10 +72,13 @@ int tpp_write_plan(const char *path, const char *program, unsigned *nhot, unsign
   for (size_t oi = 0; oi < tpp_nsites; oi++) {
     size_t i = tpp_order[oi];
     if (tpp_kind[i] != K_HOT || done[i]) continue;
+    /* A hot site used with no other is a group of its own all the same: as a site group it
+     * starts on the shared group's pages (its first blocks among other sites' until it grows
+     * up) and rounds each block up to its size class, a slab per class; an ordered group
+     * holds its blocks from the first one, in allocation order, at a 16-byte granule (a
+     * record of three sizes from one helper: 5 TLB entries for a floor of 3 as a site group,
+     * 4 as an ordered one, docs/tlb-sweep.md). */
     uint32_t root = uf_find((uint32_t)i);
-    unsigned members = 0;
-    for (size_t j = 0; j < tpp_nsites; j++) members += tpp_kind[j] == K_HOT && uf_find((uint32_t)j) == root;
-    if (members < 2) continue; /* alone, a hot site does as well in its own site group */
     fprintf(f, "\ngroup hot%u ordered\n", ++g);
     for (size_t oj = 0; oj < tpp_nsites; oj++) {
       size_t j = tpp_order[oj];

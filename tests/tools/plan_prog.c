@@ -1,7 +1,8 @@
 /* A program for the profile/plan tests: records of three parts from three sites (node, key,
  * value), a cold buffer beside each record (written once, never read), then dependent lookups
  * over the records. Prints, for the test to check, the addresses of one record's parts and of
- * one cold buffer. Usage: plan_prog [RECORDS] [LOOKUPS] [SEED] */
+ * one cold buffer. With ONE, a record's three parts come from one helper (one call site).
+ * Usage: plan_prog [RECORDS] [LOOKUPS] [SEED] [ONE] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,18 +19,26 @@ static __attribute__((noinline)) rec_t *new_node(void) { return malloc(sizeof(re
 static __attribute__((noinline)) char *new_key(size_t n) { return malloc(n); }
 static __attribute__((noinline)) uint64_t *new_val(void) { return malloc(128); }
 static __attribute__((noinline)) char *new_cold(size_t n) { return malloc(n); }
+/* not a tail call: the blocks' return address is in new_any, one site whatever the caller */
+static __attribute__((noinline)) void *new_any(size_t n) {
+  void *p = malloc(n);
+  if (p == NULL) abort();
+  return p;
+}
 
 int main(int argc, char **argv) {
   unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 10) : 4000;
   unsigned long lookups = argc > 2 ? strtoul(argv[2], NULL, 10) : 200000;
   srand(argc > 3 ? (unsigned)atoi(argv[3]) : 1);
+  int one = argc > 4 && !strcmp(argv[4], "one");
   rec_t **all = malloc(n * sizeof *all);
   char **cold = malloc(n * sizeof *cold);
   for (unsigned long i = 0; i < n; i++) {
-    rec_t *r = new_node();
-    r->key = new_key(16 + (size_t)(rand() % 32));
+    rec_t *r = one ? new_any(sizeof(rec_t)) : new_node();
+    size_t klen = 16 + (size_t)(rand() % 32);
+    r->key = one ? new_any(klen) : new_key(klen);
     snprintf(r->key, 16, "k%lu", i % 100000000);
-    r->val = new_val();
+    r->val = one ? new_any(128) : new_val();
     for (int j = 0; j < 16; j++) r->val[j] = i * 16 + (uint64_t)j;
     cold[i] = new_cold(512);
     memset(cold[i], 1, 512);

@@ -38,6 +38,17 @@ if check_layout "$line"; then ok "planned sites share a page and lines; the cold
 else fail "layout with the plan: $line"; fi
 [ -z "$ERR" ] && ok "no warning for a good plan" || fail "warnings for a good plan: $ERR"
 
+# One hot site (a record's three parts from one helper) is an ordered group of its own too:
+# as a site group its parts would sit in a slab per size class, pages apart.
+run "$TP" profile --plan "$dir/plan1" -- "$PROG" 2000 200000 1 one
+expect_rc 0 "profile of the one-site program"
+expect_in out "plan: $dir/plan1 (1 hot sites in ordered groups" "the one record site is hot, a group of its own"
+run env LD_PRELOAD="$LIB" TLBPACK_CONF="plan:$dir/plan1" "$PROG" 2000 20000 1 one
+expect_rc 0 "run the one-site program with its plan"
+line=$(printf '%s\n' "$OUT" | grep '^node ')
+if check_layout "$line"; then ok "one site's record parts share a page and lines; the cold site is apart"
+else fail "one-site layout with the plan: $line"; cat "$dir/plan1"; fi
+
 # Bad plans: one warning line, the program runs as without a plan.
 printf 'tlbpack-plan 1\nprogram /bin/true\ngroup g ordered\nsite /bin/true+0x10\n' >"$dir/foreign"
 printf 'tlbpack-plan 1\nprogram %s\ngroup g ordered\nsite nonsense\n' "$(readlink -f "$PROG")" >"$dir/malformed"

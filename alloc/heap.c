@@ -311,13 +311,24 @@ static int start_page_holds_data(const tp_hpage_t *h) {
   return touched * 4 >= TP_HPAGE || (touched * 8 >= TP_HPAGE && touched * 2 >= carved);
 }
 static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_opt.start_bytes; }
+static int start_page_filled(const tp_hpage_t *h);
+static int grow_up(tp_group_t *g);
+#define TP_GROW_MIN_BYTES ((size_t)4 << 20)
 void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
-  const tp_group_t *owner = _tp_groups[h->owner];
+  tp_group_t *owner = _tp_groups[h->owner];
   int past = past_start();
   /* An explicit group's first hpage has a rule of its own (runs.c, alloc_slots). */
   int first = owner->explicit_ && h == owner->young_hp;
   if (start_page_pending(h) && !owner->on_4k && !first && (past || owner->grown) && start_page_holds_data(h))
     collapse_start(h);
+  /* A group grows up alone (_tp_heap_group_grows) at its start page's carves too, not only when
+   * it needs a new hpage: a group whose page filled before the heap had carved
+   * TP_GROW_MIN_BYTES, and that needs no new hpage after, would keep its data on 4 KiB pages
+   * (four threads building 3 MB of records in an 8 MiB heap: 727-814 TLB entries in some runs,
+   * 3 in others, as the threads interleaved). */
+  else if (start_page_pending(h) && h->owner != TP_SHARED_GROUP && !owner->on_4k && !first && !owner->grown &&
+           _tp_heap_starting(TP_SLOT) && _tp_heap_used_bytes >= TP_GROW_MIN_BYTES && start_page_filled(h))
+    grow_up(owner);
   /* The group's first slabs, carved on a shared start page while its site was young, are
    * often the start of what it goes on building: that page is collapsed with it. */
   tp_hpage_t *y = g->young_hp;
@@ -326,26 +337,36 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
     collapse_start(y);
 }
 
+/* A start page a group filled: 3/4 of it carved and half of it touched (the cheap test first).
+ * Carved slots run ahead of what is written: each thread fills a slab of each class at a time,
+ * and four threads building records of nine classes had carved the whole page with 1.45 MiB of
+ * it touched. Collapsed, such a page adds at most 1 MiB, once for the group. */
+static int start_page_filled(const tp_hpage_t *h) {
+  return h->nused >= TP_SLOTS * 3 / 4 && _tp_os_hooks.resident((void *)h->addr, TP_HPAGE) * 2 >= (size_t)TP_HPAGE;
+}
+
 /* A group that fills a start page while the heap is young holds a structure of 2 MiB and more,
  * which start_kb would keep on 4 KiB pages until the whole heap passes it: a program with a
  * heap of 2-16 MiB whose hot set is larger than the L1 TLB's reach is on 4 KiB pages. Such
- * a group grows up alone: its filled start pages (3/4 touched, the bound past start_kb) are
- * collapsed and its next hpages are huge pages; the rest of the heap still starts small. Its
- * cost is the group's last page, partly used, as for any group past start_kb. Looked at only
- * when the group needs a new hpage, with at least TP_GROW_MIN_BYTES carved in the heap: a
- * process under it takes no huge page (python3 -c pass peaks at 1.2-2.7 MB). The shared group
- * does not grow up: it holds every young site's first blocks, and its pages are partly used. */
-#define TP_GROW_MIN_BYTES ((size_t)4 << 20)
+ * a group grows up alone: its filled start pages (start_page_filled) are collapsed and its next
+ * hpages are huge pages; the rest of the heap still starts small. Its cost is the group's last
+ * page, partly used, as for any group past start_kb. Looked at when the group needs a new
+ * hpage and when a run is carved on one of its start pages (_tp_heap_start_carve), with at
+ * least TP_GROW_MIN_BYTES carved in the heap: a process under it takes no huge page (python3
+ * -c pass peaks at 1.2-2.7 MB). The shared group does not grow up: it holds every young
+ * site's first blocks, and its pages are partly used. */
 int _tp_heap_group_grows(tp_group_t *g) {
   if (g->grown) return 1;
   if (g->id == TP_SHARED_GROUP || g->on_4k || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES)
     return 0;
+  return grow_up(g);
+}
+/* Collapses group g's filled start pages; it has grown up if there was one. */
+static int grow_up(tp_group_t *g) {
   int grows = 0;
   for (unsigned used = TP_SLOTS * 3 / 4; used <= TP_SLOTS; used++)
     for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
-      if (!h->start || h->source != TP_SRC_4K) continue;
-      size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
-      if (touched * 4 < (size_t)TP_HPAGE * 3) continue;
+      if (!h->start || h->source != TP_SRC_4K || !start_page_filled(h)) continue;
       grows = 1;
       collapse_start(h);
     }

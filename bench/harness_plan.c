@@ -50,6 +50,7 @@ int tb_plan_make(const tb_workload_t *w, const char *self_dir, const char *wl_di
   if (key) key = hash_file(lib, key);
   if (!key) return snprintf(note, nn, "cannot read %s, tlbpack or libtlbpack-profile.so", prog), -1;
   key = hash_str(w->plan_args, key);
+  key = hash_str(prog, key); /* a plan names its program's path: a copy elsewhere ignores it */
   char want[64], have[64] = "";
   snprintf(want, sizeof want, "%016llx\n", (unsigned long long)key);
   snprintf(key_path, sizeof key_path, "%s.key", path);

@@ -314,6 +314,7 @@ static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_op
 static int start_page_filled(const tp_hpage_t *h);
 static int grow_up(tp_group_t *g);
 #define TP_GROW_MIN_BYTES ((size_t)4 << 20)
+#define TP_GROW_HALF_BYTES ((size_t)8 << 20)
 void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
   tp_group_t *owner = _tp_groups[h->owner];
   int past = past_start();
@@ -321,13 +322,13 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
   int first = owner->explicit_ && h == owner->young_hp;
   if (start_page_pending(h) && !owner->on_4k && !first && (past || owner->grown) && start_page_holds_data(h))
     collapse_start(h);
-  /* A group grows up alone (_tp_heap_group_grows) at its start page's carves too, not only when
-   * it needs a new hpage: a group whose page filled before the heap had carved
-   * TP_GROW_MIN_BYTES, and that needs no new hpage after, would keep its data on 4 KiB pages
-   * (four threads building 3 MB of records in an 8 MiB heap: 727-814 TLB entries in some runs,
-   * 3 in others, as the threads interleaved). */
+  /* Once the heap has carved TP_GROW_HALF_BYTES, a group grows up alone (_tp_heap_group_grows)
+   * at its start pages' carves too, not only when it needs a new hpage: a group whose first page
+   * was not filled enough when it took its second, and that needs no third, kept its data on
+   * 4 KiB pages (four threads building 3 MB of records in an 8 MiB heap: 727-818 TLB entries in
+   * most runs, 3 in others, as the threads interleaved). */
   else if (start_page_pending(h) && h->owner != TP_SHARED_GROUP && !owner->on_4k && !first && !owner->grown &&
-           _tp_heap_starting(TP_SLOT) && _tp_heap_used_bytes >= TP_GROW_MIN_BYTES && start_page_filled(h))
+           _tp_heap_starting(TP_SLOT) && _tp_heap_used_bytes >= TP_GROW_HALF_BYTES)
     grow_up(owner);
   /* The group's first slabs, carved on a shared start page while its site was young, are
    * often the start of what it goes on building: that page is collapsed with it. */
@@ -337,12 +338,21 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
     collapse_start(y);
 }
 
-/* A start page a group filled: 3/4 of it carved and half of it touched (the cheap test first).
- * Carved slots run ahead of what is written: each thread fills a slab of each class at a time,
- * and four threads building records of nine classes had carved the whole page with 1.45 MiB of
- * it touched. Collapsed, such a page adds at most 1 MiB, once for the group. */
+/* A start page a group filled: 3/4 of it carved and 3/4 of it touched; or, in a heap that has
+ * carved TP_GROW_HALF_BYTES, half of it touched where what its collapse adds (the untouched
+ * part) is at most an eighth of the heap. Carved slots run ahead of what is written: each
+ * thread fills a slab of each class at a time, and four threads building records of nine
+ * classes in an 8 MiB heap had carved the whole page with 1.45 MiB of it touched. In a heap of
+ * 4-6 MiB a group growing up on half a page cost more than it saved: the collapse adds up to
+ * 1 MiB and its next huge page is partly used (four threads at a 4 MiB heap: 8.0 -> 13.6 MiB,
+ * jemalloc 9.5). */
 static int start_page_filled(const tp_hpage_t *h) {
-  return h->nused >= TP_SLOTS * 3 / 4 && _tp_os_hooks.resident((void *)h->addr, TP_HPAGE) * 2 >= (size_t)TP_HPAGE;
+  if (h->nused < TP_SLOTS * 3 / 4) return 0;
+  size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
+  if (touched >= (size_t)TP_HPAGE) return 1;
+  size_t adds = (size_t)TP_HPAGE - touched;
+  return adds * 4 <= (size_t)TP_HPAGE ||
+         (_tp_heap_used_bytes >= TP_GROW_HALF_BYTES && touched * 2 >= (size_t)TP_HPAGE && adds * 8 <= _tp_heap_used_bytes);
 }
 
 /* A group that fills a start page while the heap is young holds a structure of 2 MiB and more,

@@ -310,14 +310,14 @@ Test(start_small, an_explicit_group_that_fills_its_first_page_in_a_young_heap_ta
 }
 
 /* A group grows up at its start page's carves too, not only when it needs a new hpage: a site
- * whose page was 3/4 carved and half written before the heap had carved 4 MiB, and that then
- * goes on carving slabs in the room left on that page, has the page collapsed once the heap is
- * past 4 MiB. Four threads building 3 MB of records in an 8 MiB heap needed 727-818 TLB
+ * whose page was 3/4 carved and written before the heap had carved 4 MiB, and that then goes on
+ * carving slabs in the room left on that page, has the page collapsed once the heap is past
+ * 8 MiB. Four threads building 3 MB of records in an 8 MiB heap needed 727-818 TLB
  * entries in some runs (the page never got a new hpage after the heap passed 4 MiB), 3 now. */
 Test(start_small, a_group_whose_start_page_filled_early_grows_up_at_its_next_carve) {
   TP_NEEDS_POOL_AUTO();
   TP_NEEDS_GROUPS_APART();
-  if (_tp_opt.start_bytes < ((size_t)8 << 20)) cr_skip_test("start_kb %zu KiB: a 5 MiB heap is past it", _tp_opt.start_bytes >> 10);
+  if (_tp_opt.start_bytes < ((size_t)12 << 20)) cr_skip_test("start_kb %zu KiB: a 9 MiB heap is past it", _tp_opt.start_bytes >> 10);
   enum { N1 = (15 << 20) / 8 / 256, N2 = 1024 }; /* 1.875 MiB, then 256 KiB more */
   static void *p[N1 + N2];
   site_blocks(p, N1, 256);
@@ -325,7 +325,7 @@ Test(start_small, a_group_whose_start_page_filled_early_grows_up_at_its_next_car
   cr_assert_eq(h->source, TP_SRC_4K, "the site's page is not a start page (source %u)", h->source);
   cr_assert(h->nused >= TP_SLOTS * 3 / 4 && h->nused < TP_SLOTS, "the site's page has %u slots carved, want 48-63", h->nused);
   cr_assert_lt(_tp_heap_used_bytes, (size_t)4 << 20, "the heap carved %zu KiB before the big block", _tp_heap_used_bytes >> 10);
-  void *big = tp_malloc((size_t)3 << 20); /* the heap passes 4 MiB carved, still under start_kb */
+  void *big = tp_malloc((size_t)7 << 20); /* the heap passes 8 MiB carved, still under start_kb */
   cr_assert_not_null(big);
   site_blocks(p + N1, N2, 256);
   int on_h = 0;

@@ -122,6 +122,17 @@ static int cell_wanted(const tb_opts_t *o, const char *sel, const tb_workload_t 
   return !sel || has(sel, a->name);
 }
 
+/* A sweep heap bound in MiB (--sweep-min-mb, --sweep-max-mb): 1..65536, else exit 2. */
+static unsigned long sweep_mb(const char *flag, const char *v) {
+  char *e;
+  unsigned long mb = strtoul(v, &e, 10);
+  if (*e || !mb || mb > 65536) {
+    fprintf(stderr, "tlbbench: %s wants 1..65536, got '%s'\n", flag, v);
+    exit(2);
+  }
+  return mb;
+}
+
 static void parse(int argc, char **argv, tb_opts_t *o) {
   o->scale = TB_SCALE_DEMO; o->runs = -1; o->sim = 1; o->out = "bench/results";
   o->cpu = "zen4"; o->timeout_s = 300;
@@ -172,22 +183,9 @@ static void parse(int argc, char **argv, tb_opts_t *o) {
         }
       }
       o->sweep_shapes = v;
-    } else if (!strcmp(a, "--sweep-min-mb")) {
+    } else if (!strcmp(a, "--sweep-min-mb") || !strcmp(a, "--sweep-max-mb")) {
       NEEDV();
-      char *e;
-      o->sweep_min_mb = strtoul(v, &e, 10);
-      if (*e || !o->sweep_min_mb || o->sweep_min_mb > 65536) {
-        fprintf(stderr, "tlbbench: --sweep-min-mb wants 1..65536, got '%s'\n", v);
-        exit(2);
-      }
-    } else if (!strcmp(a, "--sweep-max-mb")) {
-      NEEDV();
-      char *e;
-      o->sweep_max_mb = strtoul(v, &e, 10);
-      if (*e || !o->sweep_max_mb || o->sweep_max_mb > 65536) {
-        fprintf(stderr, "tlbbench: --sweep-max-mb wants 1..65536, got '%s'\n", v);
-        exit(2);
-      }
+      *(!strcmp(a, "--sweep-min-mb") ? &o->sweep_min_mb : &o->sweep_max_mb) = sweep_mb(a, v);
     }
     else if (!strcmp(a, "--trace-max")) {
       NEEDV();

@@ -14,6 +14,12 @@
 # count (docs/tlb-sweep.md).
 set -u
 build=${1:?usage: sweep.sh BUILD_DIR}
+# Bad heap bounds: a message and exit 2, before anything runs.
+for bad in "--sweep-min-mb 0" "--sweep-max-mb x" "--sweep-min-mb 64 --sweep-max-mb 32"; do
+  # shellcheck disable=SC2086
+  msg=$("$build/tlbbench" --sweep $bad --allocators tlbpack --out /nonexistent 2>&1); rc=$?
+  [ $rc = 2 ] && [ -n "$msg" ] || { echo "sweep: FAIL: tlbbench --sweep $bad: exit $rc, '$msg'"; exit 1; }
+done
 [ -r /proc/kpageflags ] && [ "$(id -u)" = 0 ] || { echo "SKIP: TLB entries need /proc/kpageflags (root)"; exit 77; }
 out=$(mktemp -d /tmp/tb-sweep-XXXXXX)
 trap 'rm -rf "$out"' EXIT
@@ -26,6 +32,11 @@ cat "$out/stdout"
 rows=$(grep -c '^| [0-9]* [KM]iB |' "$out/sweep.md")
 [ "$rows" -ge 21 ] || { echo "sweep: FAIL: $rows points in sweep.md, want 3 shapes x 7 heaps"; exit 1; }
 if grep -q 'hot set not counted' "$out/sweep.csv"; then echo "SKIP: hot set not counted from pagemap"; exit 77; fi
+# --sweep-min-mb: the series from that heap on
+"$build/tlbbench" --sweep --scale tiny --sweep-min-mb 8 --sweep-max-mb 16 --allocators tlbpack \
+  --sweep-shapes one-site --out "$out/min" >/dev/null 2>&1
+heaps=$(grep -o '^| [0-9]* [KM]iB |' "$out/min/sweep.md" 2>/dev/null | tr -d '|' | xargs)
+[ "$heaps" = "8 MiB 16 MiB" ] || { echo "sweep: FAIL: --sweep-min-mb 8 --sweep-max-mb 16 ran heaps '$heaps'"; exit 1; }
 if [ $rc != 0 ]; then
   echo "sweep: FAIL: tlbbench --sweep --check exited $rc; the points that missed:"
   grep '^| [0-9]* [KM]iB |' "$out/sweep.md" | grep -v '| kept |$'

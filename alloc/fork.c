@@ -1,13 +1,22 @@
 /* The heap's part of tlbpack's fork handlers: the heap lock held across fork(), and the heap's
  * pool pages moved off the pool before it, so that no hugetlbfs page is ever shared with a
- * child. */
+ * child; while they move, the process's other threads are stopped (a signal whose handler
+ * waits), so that none of them writes to a page being copied. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -28,11 +37,20 @@
  * - every other pool page the heap holds is moved onto anonymous memory (THP where the kernel
  *   has one): copied, and the copy moved over it with mremap. A lazy run's page not touched yet
  *   is replaced by fresh anonymous memory instead (both read as zeros).
- * With other threads running, a page is read-only while it moves: a thread that writes to it
- * then takes a SIGSEGV, which a handler turns into a wait, and its write is retried on the
- * copy. Alone, the forking thread is the only writer, and nothing is made read-only. Anonymous pages are copied on write by the
- * kernel from ordinary memory, as under any other allocator. The pages both processes take
- * after the fork come from the pool again: the next fork moves only those. */
+ * With other threads running, they are stopped first (stop_others): each is sent
+ * TP_STOP_SIGNAL, whose handler says so and waits until the pages have moved. A stopped thread
+ * runs no code and no system call of it is in the middle of writing to the heap (a signal is
+ * taken only between system calls, and SA_RESTART restarts most of the interrupted ones), so no
+ * page needs to be made read-only: no write faults, no system call fails with EFAULT, whatever
+ * signals the threads block (the Front's pthread_sigmask, sigprocmask, sigsuspend and sigwait
+ * keep TP_STOP_SIGNAL deliverable). A thread that does not answer within
+ * TP_STOP_WAIT_MS (it blocked the signal with a raw system call, or a debugger stopped it) is
+ * the fallback's case: the pages are read-only while they move, and a write to one of them
+ * waits in a SIGSEGV handler and is retried on the copy (a system call's write into one fails
+ * with EFAULT). Alone, the forking thread is the only writer, and nothing is stopped. Anonymous
+ * pages are copied on write by the kernel from ordinary memory, as under any other allocator.
+ * The pages both processes take after the fork come from the pool again: the next fork moves
+ * only those. */
 static int is_hugetlb(const tp_hpage_t *h) { return h->source == TP_SRC_HUGETLB || h->source == TP_SRC_1G; }
 
 static _Atomic uintptr_t converting; /* the range being moved, 0 when none */
@@ -152,6 +170,198 @@ done:
  * as if it did). */
 static int other_threads(void) { return _tp_os_file_long("/proc/self/status", "Threads:") != 1; }
 
+/* ---- stopping the other threads ------------------------------------------------------ */
+/* Each thread sent TP_STOP_SIGNAL in this stop has a slot: its tid and the stop it answered. A
+ * real-time signal queues, so a late answer to an earlier stop (one that timed out) is told
+ * from this stop's by the round it names. */
+typedef struct {
+  pid_t tid;
+  _Atomic unsigned answered; /* the round this thread answered */
+} stop_slot_t;
+
+static stop_slot_t *stop_slots;     /* mapped once (TP_STOP_MAX_THREADS slots), touched as used */
+static _Atomic size_t stop_n;       /* slots in use this stop */
+static _Atomic unsigned stop_round, resume_round; /* stopped while resume_round < stop_round */
+static _Atomic unsigned stop_answers;               /* futex word: answers so far */
+static struct sigaction stop_old;                    /* the program's own handler, if any */
+
+static long futex(_Atomic unsigned *w, int op, unsigned v, const struct timespec *t) {
+  return syscall(SYS_futex, (unsigned *)w, op | FUTEX_PRIVATE_FLAG, v, t, NULL, 0);
+}
+
+static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
+
+/* What the program would have had for this signal without tlbpack: its handler, or the default
+ * action (for a real-time signal, the end of the process). */
+static void stop_forward(int sig, siginfo_t *si, void *uc) {
+  if (stop_old.sa_flags & SA_SIGINFO) {
+    if (stop_old.sa_sigaction) stop_old.sa_sigaction(sig, si, uc);
+    return;
+  }
+  if (stop_old.sa_handler == SIG_IGN) return;
+  if (stop_old.sa_handler != SIG_DFL) {
+    stop_old.sa_handler(sig);
+    return;
+  }
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, NULL);
+  syscall(SYS_tgkill, getpid(), my_tid(), sig);
+}
+
+/* The stopped thread's side: answer, then wait (no write to the heap meanwhile) until the
+ * forking thread has moved the pages. errno is the interrupted code's. */
+static void stop_handler(int sig, siginfo_t *si, void *uc) {
+  if (si->si_code != SI_TKILL || si->si_pid != getpid()) {
+    stop_forward(sig, si, uc); /* not tlbpack's: someone else sent it */
+    return;
+  }
+  int saved = errno;
+  unsigned r = atomic_load(&stop_round);
+  if (atomic_load(&resume_round) < r) {
+    pid_t me = my_tid();
+    for (size_t i = 0; i < stop_n; i++)
+      if (stop_slots[i].tid == me) {
+        atomic_store(&stop_slots[i].answered, r);
+        atomic_fetch_add(&stop_answers, 1);
+        futex(&stop_answers, FUTEX_WAKE, INT_MAX, NULL);
+        break;
+      }
+    unsigned rr;
+    while ((rr = atomic_load(&resume_round)) < r) futex(&resume_round, FUTEX_WAIT, rr, NULL);
+  }
+  /* else a late answer to a stop that is over: nothing to do */
+  errno = saved;
+}
+
+int _tp_fork_stop_signal(void) { return SIGRTMAX - TP_STOP_SIGNAL_BELOW_MAX; }
+
+static int stop_handler_in_front(void) {
+  int sig = _tp_fork_stop_signal();
+  struct sigaction cur;
+  if (sigaction(sig, NULL, &cur) != 0) return -1;
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == stop_handler) return 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = stop_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&sa.sa_mask); /* nothing else runs in a stopped thread */
+  stop_old = cur;
+  return sigaction(sig, &sa, NULL);
+}
+
+static int slot_of(pid_t tid) {
+  for (size_t i = 0; i < stop_n; i++)
+    if (stop_slots[i].tid == tid) return 1;
+  return 0;
+}
+
+static int slot_add(pid_t tid) {
+  if (stop_slots == NULL) {
+    void *t = mmap(NULL, TP_STOP_MAX_THREADS * sizeof *stop_slots, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (t == MAP_FAILED) return -1;
+    stop_slots = t;
+  }
+  size_t n = atomic_load(&stop_n);
+  if (n == TP_STOP_MAX_THREADS) return -1;
+  stop_slots[n].tid = tid;
+  atomic_store(&stop_slots[n].answered, 0);
+  atomic_store(&stop_n, n + 1); /* the slot is whole before a handler can look for it */
+  return 0;
+}
+
+/* The process's threads but this one not yet in the table: each is added and sent the signal.
+ * Returns how many were sent, -1 when the task list cannot be read. No allocation (the heap
+ * lock is held): the directory is read with getdents64 into a buffer on the stack. */
+static long signal_new_threads(pid_t self, int sig) {
+  int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  long sent = 0, n;
+  while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+    for (long o = 0; o < n;) {
+      struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + o);
+      o += d->reclen;
+      if (d->name[0] < '0' || d->name[0] > '9') continue;
+      pid_t tid = (pid_t)strtol(d->name, NULL, 10);
+      if (tid == self || slot_of(tid)) continue;
+      if (slot_add(tid) != 0) {
+        sent = -1;
+        break;
+      }
+      if (syscall(SYS_tgkill, getpid(), tid, sig) == 0) sent++;
+      else stop_slots[stop_n - 1].answered = atomic_load(&stop_round); /* gone already */
+    }
+    if (sent < 0) break;
+  }
+  close(fd);
+  return n < 0 ? -1 : sent;
+}
+
+/* Whether thread tid can still answer: it exists and is not a zombie (a main thread that called
+ * pthread_exit stays listed as one). */
+static int thread_alive(pid_t tid) {
+  if (syscall(SYS_tgkill, getpid(), tid, 0) != 0) return 0;
+  char path[64], st[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t k = read(fd, st, sizeof st - 1);
+  close(fd);
+  if (k <= 0) return 0;
+  st[k] = 0;
+  const char *p = strrchr(st, ')');
+  return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+static double mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Stops every other thread of the process (they wait in stop_handler until resume_others).
+ * Returns 0 when all did, 1 when some did not answer in TP_STOP_WAIT_MS (the caller then
+ * guards the pages), -1 when the threads could not be listed or signalled at all. */
+static int stop_others(void) {
+  int sig = _tp_fork_stop_signal();
+  if (stop_handler_in_front() != 0) return -1;
+  pid_t self = my_tid();
+  atomic_store(&stop_n, 0);
+  unsigned r = atomic_fetch_add(&stop_round, 1) + 1;
+  double deadline = mono_ms() + TP_STOP_WAIT_MS;
+  for (;;) {
+    long sent = signal_new_threads(self, sig);
+    if (sent < 0) return stop_n ? 1 : -1;
+    if (sent == 0) return 0; /* every thread listed has answered, and no new one appeared */
+    /* Wait for this batch: a thread that exits or turns zombie meanwhile is done. */
+    for (;;) {
+      size_t waiting = 0;
+      unsigned seen = atomic_load(&stop_answers);
+      for (size_t i = 0; i < stop_n; i++)
+        if (atomic_load(&stop_slots[i].answered) != r) {
+          if (thread_alive(stop_slots[i].tid)) waiting++;
+          else atomic_store(&stop_slots[i].answered, r);
+        }
+      if (waiting == 0) break;
+      if (mono_ms() > deadline) {
+        _tp_heap_ctr.fork_stop_timeouts++;
+        return 1;
+      }
+      struct timespec t = {0, 1000000}; /* 1 ms: then liveness again */
+      futex(&stop_answers, FUTEX_WAIT, seen, &t);
+    }
+    /* New threads may have been created before the ones listed stopped: list again. */
+  }
+}
+
+static void resume_others(void) {
+  atomic_store(&resume_round, atomic_load(&stop_round));
+  futex(&resume_round, FUTEX_WAKE, INT_MAX, NULL);
+}
+
 typedef struct {
   int guard;
   size_t failed;
@@ -196,12 +406,16 @@ void _tp_heap_prefork(void) {
   sigdelset(&all, SIGILL);
   sigdelset(&all, SIGFPE);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  /* Alone, nothing else can write to the heap meanwhile: no page is made read-only, so no
-   * write of another thread waits and no system call of another thread can fail with EFAULT. */
-  move_t m = {other_threads(), 0};
+  /* Alone, or with every other thread stopped, nothing else can write to the heap meanwhile:
+   * no page is made read-only, so no write of another thread waits and no system call of
+   * another thread can fail with EFAULT. Only threads that did not stop leave the guard on. */
+  int others = other_threads(), stopped = others ? stop_others() : 0;
+  move_t m = {stopped != 0, 0};
+  if (stopped != 0) _tp_heap_ctr.forks_guarded++;
   if (m.guard && segv_handler_in_front() != 0)
     _tp_message("fork: no SIGSEGV handler for moving pool pages: %s", strerror(errno));
   _tp_heap_foreach(move_off_pool, &m);
+  if (others) resume_others();
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (m.failed) {
     _tp_heap_ctr.fork_unshare_failed += m.failed;

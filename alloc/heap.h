@@ -58,6 +58,16 @@ void _tp_heap_release_empty_pool(void) TP_INTERNAL;
  * anonymous memory first: no hugetlbfs page is shared with a child. */
 void _tp_heap_prefork(void) TP_INTERNAL;
 void _tp_heap_postfork(int child) TP_INTERNAL;
+/* The signal that stops the other threads while pool pages move before a fork (fork.c): the
+ * Front keeps it out of the masks a program blocks and the sets it waits for. */
+int _tp_fork_stop_signal(void) TP_INTERNAL;
+/* SIGRTMAX minus this: a real-time signal (queued, told apart by round), far from SIGRTMIN+n,
+ * the ones programs pick first. */
+#define TP_STOP_SIGNAL_BELOW_MAX 3
+/* How long a stop waits for a thread's answer before the moves fall back to read-only pages
+ * (a thread in an uninterruptible system call answers when it returns). */
+#define TP_STOP_WAIT_MS 2000
+#define TP_STOP_MAX_THREADS 65536
 /* Calls fn for every heap hpage record in address order (heap lock held by caller). */
 void _tp_heap_foreach(void (*fn)(tp_hpage_t *h, void *arg), void *arg) TP_INTERNAL;
 
@@ -116,6 +126,8 @@ typedef struct tp_heap_counters_s {
   size_t fork_unshared;   /* pool pages moved onto anonymous memory before a fork (fork.c) */
   size_t forks_unshared;  /* forks before which the heap held pool pages, and moved them */
   size_t fork_unshare_failed; /* pool pages a fork could not move (no memory for the copy) */
+  size_t forks_guarded;   /* forks whose moves ran with some other thread not stopped (fork.c) */
+  size_t fork_stop_timeouts; /* stops in which a thread did not answer in TP_STOP_WAIT_MS */
   size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
   size_t large_4k;        /* medium and large runs put on 4 KiB pages because their site fills
                            * them in part (stats large_runs_4k) */

@@ -75,6 +75,68 @@ __attribute__((visibility("default"))) struct mallinfo mallinfo(void) {
 /* glibc prints its arenas to stderr; this prints tlbpack's stats there (as stats:1 does). */
 __attribute__((visibility("default"))) void malloc_stats(void) { tp_stats_print(stderr, 0); }
 
+/* ---- signal masks ---------------------------------------------------------------------
+ * Before a fork, tlbpack stops the process's other threads with one signal (fork.c,
+ * _tp_fork_stop_signal) while it moves the heap's pool pages. A thread that blocked every
+ * signal (the common "signals go to one thread" design) must still take that one, as glibc
+ * keeps its own SIGCANCEL and SIGSETXID: these drop it from a mask a program blocks, waits
+ * under or waits for, then call glibc's own function. A mask set by a raw system call is not
+ * seen here; such a thread does not answer, and the fork falls back to guarded moves. */
+#include <signal.h>
+#define SIGV __attribute__((visibility("default")))
+static const sigset_t *without_stop(const sigset_t *set, sigset_t *buf) {
+  int sig = _tp_fork_stop_signal();
+  if (set == NULL || sigismember(set, sig) != 1) return set;
+  *buf = *set;
+  sigdelset(buf, sig);
+  return buf;
+}
+static void *real_fn(void *_Atomic *slot, const char *name) {
+  void *f = atomic_load_explicit(slot, memory_order_acquire);
+  if (f == NULL) {
+    f = dlsym(RTLD_NEXT, name);
+    if (f == NULL) _tp_fatal("no %s in the C library", name);
+    atomic_store_explicit(slot, f, memory_order_release);
+  }
+  return f;
+}
+#define REAL(name)                                                                         \
+  static void *_Atomic real_##name##_slot;                                                 \
+  __typeof__(&name) real_##name = (__typeof__(&name))real_fn(&real_##name##_slot, #name)
+
+SIGV int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  REAL(pthread_sigmask);
+  sigset_t buf;
+  return real_pthread_sigmask(how, how == SIG_UNBLOCK ? set : without_stop(set, &buf), old);
+}
+SIGV int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+  REAL(sigprocmask);
+  sigset_t buf;
+  return real_sigprocmask(how, how == SIG_UNBLOCK ? set : without_stop(set, &buf), old);
+}
+SIGV int sigsuspend(const sigset_t *mask) {
+  REAL(sigsuspend);
+  sigset_t buf;
+  return real_sigsuspend(without_stop(mask, &buf));
+}
+/* The waits: the stop signal is never taken for the program's (it stays blocked for them only
+ * if they blocked it; it is not, so it is handled, and the wait goes on). */
+SIGV int sigwait(const sigset_t *set, int *sig) {
+  REAL(sigwait);
+  sigset_t buf;
+  return real_sigwait(without_stop(set, &buf), sig);
+}
+SIGV int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
+  REAL(sigwaitinfo);
+  sigset_t buf;
+  return real_sigwaitinfo(without_stop(set, &buf), info);
+}
+SIGV int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout) {
+  REAL(sigtimedwait);
+  sigset_t buf;
+  return real_sigtimedwait(without_stop(set, &buf), info, timeout);
+}
+
 /* ---- C++ ----------------------------------------------------------------------------- */
 #define CXX __attribute__((visibility("default")))
 typedef void *(*new_fn)(size_t);

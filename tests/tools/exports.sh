@@ -13,6 +13,8 @@ api=$(grep -oE '\btp_[a-z0-9_]+[[:space:]]*\(' "$HDR" | tr -d '( \t' | sort -u)
 malloc_names="malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc
 pvalloc malloc_usable_size cfree __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
 __libc_valloc __libc_pvalloc malloc_trim mallinfo mallinfo2 malloc_stats"
+# The signal-mask calls that keep fork's stop signal deliverable (alloc/override.c).
+malloc_names="$malloc_names pthread_sigmask sigprocmask sigsuspend sigwait sigwaitinfo sigtimedwait"
 
 defined=$(nm -D --defined-only "$LIB" | awk '{print $NF, $(NF-1)}')
 unexpected=""

@@ -221,6 +221,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
         now = atomic_fetch_add_explicit(&_tp_refill_clock, tc->refills, memory_order_relaxed) + tc->refills;
         tc->refills = 0;
         _tp_bin_sweep(tc); /* a group's empty slabs kept for classes no longer in use */
+        _tp_heap_after_fork(); /* hpages a fork's copy-on-write split, collapsed again (fork.c) */
       } else {
         now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
       }
@@ -275,6 +276,7 @@ static void *one_block(tp_tcache_t *tc, tp_slab_t *s, size_t size, int zero) {
 /* A medium block: its slots (on 4 KiB pages in an hpage of its own when its site fills its
  * runs in part: runs.c, then a large run that keeps the slots as its usable size). */
 static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
+  _tp_heap_after_fork();
   unsigned n = (unsigned)((size + TP_SLOT - 1) >> TP_SLOT_SHIFT);
   tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_MEDIUM, n, align, TP_BIG_META, 0, site);
   if (s == NULL) return enomem();
@@ -284,6 +286,7 @@ static void *alloc_medium(tp_tcache_t *tc, unsigned g, size_t size, size_t align
 
 static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align, int zero, uintptr_t site) {
   if (size > TP_LARGE_MAX) return enomem();
+  _tp_heap_after_fork();
   size_t n = (size + TP_HPAGE - 1) >> TP_HPAGE_SHIFT;
   tp_slab_t *s = _tp_run_new_site(_tp_groups[g], TP_SLAB_LARGE, n, align, TP_BIG_META, size - (n - 1) * TP_HPAGE, site);
   if (s == NULL) return enomem();

@@ -119,6 +119,7 @@ enum { TP_GROUP_SITE, TP_GROUP_THREAD, TP_GROUP_NONE };
 enum { TP_NUMA_DEFAULT, TP_NUMA_LOCAL, TP_NUMA_INTERLEAVE, TP_NUMA_OFF };
 enum { TP_STATS_OFF, TP_STATS_TEXT, TP_STATS_JSON };
 enum { TP_GPAGES_AUTO, TP_GPAGES_OFF };
+enum { TP_AFTER_FORK_THP, TP_AFTER_FORK_POOL };
 
 #define TP_OPT_PATH 256
 #define TP_MAX_GROUPS 1024 /* the group table (types.h); bounds the sites option */
@@ -134,6 +135,7 @@ typedef struct tp_options_s {
   size_t start_bytes;         /* pool:auto: the heap's first hpages up to this size are on 4 KiB pages */
   size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
   int gpages;                 /* TP_GPAGES_*: 1 GiB pool pages when a 1 GiB pool exists */
+  int after_fork;             /* TP_AFTER_FORK_*: where hpages come from once a fork moved pool pages */
   size_t gpage_bytes;         /* ... once the heap's backed hpages reach this many bytes */
   char regions_path[TP_OPT_PATH];
   char plan_path[TP_OPT_PATH];     /* plan:FILE (plan.c) */

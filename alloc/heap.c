@@ -391,6 +391,11 @@ static int want_source(size_t adding) {
   case TP_POOL_THP: src = TP_SRC_THP; break;
   case TP_POOL_4K: src = TP_SRC_4K; break; /* placed by node all the same */
   case TP_POOL_AUTO: {
+    /* A program that forked with pool pages in its heap (they were copied off the pool) is
+     * likely to fork again: its next huge pages are THP, which a fork does not copy (fork.c
+     * collapses the ones copy-on-write splits once the child is gone). after_fork:pool keeps
+     * the pool. */
+    if (_tp_heap_ctr.forks_unshared && _tp_opt.after_fork == TP_AFTER_FORK_THP) src = TP_SRC_THP;
     if (group_grown_asks && starting(adding)) break; /* huge, and the heap still starts small */
     start = starting(adding);
     if (start) src = TP_SRC_4K;

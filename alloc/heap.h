@@ -61,6 +61,13 @@ void _tp_heap_postfork(int child) TP_INTERNAL;
 /* The signal that stops the other threads while pool pages move before a fork (fork.c): the
  * Front keeps it out of the masks a program blocks and the sets it waits for. */
 int _tp_fork_stop_signal(void) TP_INTERNAL;
+/* After a fork, the parent's THP hpages that copy-on-write split are collapsed again once no
+ * child shares them (fork.c): slow paths call _tp_heap_after_fork while this is set. */
+extern _Atomic int _tp_fork_cow_pending TP_INTERNAL;
+void _tp_heap_after_fork_slow(void) TP_INTERNAL;
+static inline void _tp_heap_after_fork(void) {
+  if (__builtin_expect(atomic_load_explicit(&_tp_fork_cow_pending, memory_order_relaxed), 0)) _tp_heap_after_fork_slow();
+}
 /* SIGRTMAX minus this: a real-time signal (queued, told apart by round), far from SIGRTMIN+n,
  * the ones programs pick first. */
 #define TP_STOP_SIGNAL_BELOW_MAX 3
@@ -128,6 +135,8 @@ typedef struct tp_heap_counters_s {
   size_t fork_unshare_failed; /* pool pages a fork could not move (no memory for the copy) */
   size_t forks_guarded;   /* forks whose moves ran with some other thread not stopped (fork.c) */
   size_t fork_stop_timeouts; /* stops in which a thread did not answer in TP_STOP_WAIT_MS */
+  size_t fork_recollapsed;   /* THP hpages split by copy-on-write, collapsed once unshared */
+  size_t fork_recollapse_failed; /* of those, collapses the kernel refused */
   size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
   size_t large_4k;        /* medium and large runs put on 4 KiB pages because their site fills
                            * them in part (stats large_runs_4k) */

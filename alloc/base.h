@@ -120,6 +120,7 @@ enum { TP_NUMA_DEFAULT, TP_NUMA_LOCAL, TP_NUMA_INTERLEAVE, TP_NUMA_OFF };
 enum { TP_STATS_OFF, TP_STATS_TEXT, TP_STATS_JSON };
 enum { TP_GPAGES_AUTO, TP_GPAGES_OFF };
 enum { TP_AFTER_FORK_THP, TP_AFTER_FORK_POOL };
+enum { TP_FORK_COLLAPSE_THREAD, TP_FORK_COLLAPSE_ALLOC, TP_FORK_COLLAPSE_OFF };
 
 #define TP_OPT_PATH 256
 #define TP_MAX_GROUPS 1024 /* the group table (types.h); bounds the sites option */
@@ -136,6 +137,7 @@ typedef struct tp_options_s {
   size_t pool_max;            /* most hpages held from the hugetlbfs pool (SIZE_MAX: no cap) */
   int gpages;                 /* TP_GPAGES_*: 1 GiB pool pages when a 1 GiB pool exists */
   int after_fork;             /* TP_AFTER_FORK_*: where hpages come from once a fork moved pool pages */
+  int fork_collapse;          /* TP_FORK_COLLAPSE_*: who collapses the hpages a fork's copy-on-write split */
   size_t gpage_bytes;         /* ... once the heap's backed hpages reach this many bytes */
   char regions_path[TP_OPT_PATH];
   char plan_path[TP_OPT_PATH];     /* plan:FILE (plan.c) */

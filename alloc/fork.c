@@ -430,14 +430,17 @@ void _tp_heap_prefork(void) {
  * 4 KiB at a time and maps it with 4 KiB entries; nothing puts it back together once the child
  * has exited, and a server that saves in the background would need as many TLB entries after
  * its first save as under any other allocator. So the parent notes its THP hpages at each fork
- * (cow_list) and, from its slow paths (_tp_heap_after_fork, at most every TP_COW_TICK_MS),
- * looks at a few at a time: an hpage none of whose pages a child still maps (pagemap's
+ * (cow_list) and looks at a few at a time, every TP_COW_TICK_MS, from a helper thread that
+ * lives until the list is done (fork_collapse:thread, the default: a server whose mallocs and
+ * frees balance reaches no slow path for seconds) or from its slow paths (_tp_heap_after_fork;
+ * fork_collapse:alloc, and always in a child, which gets no thread): an hpage none of whose pages a child still maps (pagemap's
  * "exclusively mapped" bit on every page in memory) and that is not mapped huge is collapsed
  * (MADV_COLLAPSE), one a pass, under the heap lock (so it is not freed meanwhile). While a child
  * still shares a page, the next look waits TP_COW_SHARED_MS. */
 #define TP_COW_TICK_MS 5
 #define TP_COW_SHARED_MS 20
 #define TP_COW_LOOKS 32 /* hpages looked at in one pass at most */
+#define TP_COW_THREAD_COLLAPSES 4 /* collapses in one pass of the helper thread */
 _Atomic int _tp_fork_cow_pending;
 static uintptr_t *cow_list;
 static size_t cow_n, cow_cap, cow_at;
@@ -483,8 +486,8 @@ static int mapped_huge(int fd, uintptr_t a) {
 
 /* One pass: up to TP_COW_LOOKS hpages of the list, round robin from cow_at. An hpage that a
  * child still maps stays (it is looked at again on a later round); one mapped huge, given back,
- * or collapsed leaves the list. Ends at the first collapse. */
-static void cow_pass(double now) {
+ * or collapsed leaves the list. Ends after max_collapses collapses. */
+static void cow_pass(double now, int max_collapses) {
   int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     cow_n = 0; /* no way to tell: left as it is */
@@ -520,30 +523,79 @@ static void cow_pass(double now) {
       }
     }
     if (done) cow_list[cow_at] = cow_list[--cow_n]; /* off the list; cow_at now names the next */
-    if (collapsed) break; /* one collapse (a copy of up to 2 MiB) a pass */
+    if (collapsed && --max_collapses == 0) break; /* each a copy of up to 2 MiB */
   }
   close(fd);
   if (shared_seen && cow_n) cow_next_ms = now + TP_COW_SHARED_MS;
   if (cow_n == 0) atomic_store(&_tp_fork_cow_pending, 0);
 }
 
+static _Atomic int cow_thread_on; /* the helper runs (this process) */
+
+static void *cow_thread(void *arg) {
+  (void)arg;
+  while (atomic_load(&_tp_fork_cow_pending)) {
+    struct timespec t = {0, TP_COW_TICK_MS * 1000000L};
+    nanosleep(&t, NULL);
+    double now = mono_ms();
+    if (now < cow_next_ms) continue;
+    _tp_lock(&_tp_heap_lock);
+    if (atomic_load(&_tp_fork_cow_pending)) {
+      cow_next_ms = now + TP_COW_TICK_MS;
+      cow_pass(now, TP_COW_THREAD_COLLAPSES);
+    }
+    _tp_unlock(&_tp_heap_lock);
+  }
+  atomic_store(&cow_thread_on, 0);
+  return NULL;
+}
+
+/* After the parent's fork handlers have let go of every lock (init.c): the helper, if the
+ * list has hpages and none runs. Its signals are blocked but the stop signal's (a fork from
+ * another thread stops it like any thread). Without a thread, the slow paths do the work. */
+void _tp_heap_after_fork_parent(void) {
+  if (_tp_opt.fork_collapse != TP_FORK_COLLAPSE_THREAD || !atomic_load(&_tp_fork_cow_pending)) return;
+  int off = 0;
+  if (!atomic_compare_exchange_strong(&cow_thread_on, &off, 1)) return;
+  pthread_attr_t at;
+  pthread_t th;
+  sigset_t all, old;
+  sigfillset(&all);
+  sigdelset(&all, _tp_fork_stop_signal());
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int ok = pthread_attr_init(&at) == 0;
+  if (ok) {
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 64 << 10);
+    ok = pthread_create(&th, &at, cow_thread, NULL) == 0;
+    pthread_attr_destroy(&at);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (!ok) atomic_store(&cow_thread_on, 0); /* the slow paths then */
+  else _tp_heap_ctr.fork_collapse_threads++;
+}
+
 void _tp_heap_after_fork_slow(void) {
+  if (_tp_opt.fork_collapse == TP_FORK_COLLAPSE_OFF) return;
   double now = mono_ms();
   if (now < cow_next_ms || !_tp_trylock(&_tp_heap_lock)) return;
   if (atomic_load(&_tp_fork_cow_pending)) {
     cow_next_ms = now + TP_COW_TICK_MS;
-    cow_pass(now);
+    cow_pass(now, 1); /* a malloc waits for it: one copy of up to 2 MiB */
   }
   _tp_unlock(&_tp_heap_lock);
 }
 
 void _tp_heap_postfork(int child) {
-  if (child) _tp_lock_reinit(&_tp_heap_lock);
+  if (child) {
+    _tp_lock_reinit(&_tp_heap_lock);
+    atomic_store(&cow_thread_on, 0); /* the parent's helper, if any, is not in the child */
+  }
   /* Every THP hpage may be split by the child's or the parent's writes from now on: both
    * processes watch theirs (a child that writes all of an hpage gets it back huge too). */
   cow_n = cow_at = 0;
   _tp_heap_foreach(note_thp, NULL);
   cow_next_ms = mono_ms() + TP_COW_TICK_MS;
-  atomic_store(&_tp_fork_cow_pending, cow_n > 0);
+  atomic_store(&_tp_fork_cow_pending, cow_n > 0 && _tp_opt.fork_collapse != TP_FORK_COLLAPSE_OFF);
   if (!child) _tp_unlock(&_tp_heap_lock);
 }

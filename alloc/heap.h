@@ -65,6 +65,7 @@ int _tp_fork_stop_signal(void) TP_INTERNAL;
  * child shares them (fork.c): slow paths call _tp_heap_after_fork while this is set. */
 extern _Atomic int _tp_fork_cow_pending TP_INTERNAL;
 void _tp_heap_after_fork_slow(void) TP_INTERNAL;
+void _tp_heap_after_fork_parent(void) TP_INTERNAL; /* init.c: once every lock is let go */
 static inline void _tp_heap_after_fork(void) {
   if (__builtin_expect(atomic_load_explicit(&_tp_fork_cow_pending, memory_order_relaxed), 0)) _tp_heap_after_fork_slow();
 }
@@ -137,6 +138,7 @@ typedef struct tp_heap_counters_s {
   size_t fork_stop_timeouts; /* stops in which a thread did not answer in TP_STOP_WAIT_MS */
   size_t fork_recollapsed;   /* THP hpages split by copy-on-write, collapsed once unshared */
   size_t fork_recollapse_failed; /* of those, collapses the kernel refused */
+  size_t fork_collapse_threads;  /* helper threads started for them (fork_collapse:thread) */
   size_t promoted;        /* hpages the heap started on, collapsed into THP once it grew */
   size_t large_4k;        /* medium and large runs put on 4 KiB pages because their site fills
                            * them in part (stats large_runs_4k) */

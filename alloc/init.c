@@ -40,6 +40,7 @@ static void postfork_parent(void) {
   _tp_heap_postfork(0);
   _tp_groups_postfork(0);
   _tp_tcache_postfork(0);
+  _tp_heap_after_fork_parent(); /* may start a thread: no lock held any more */
 }
 static void postfork_child(void) {
   _tp_meta_postfork(1);

@@ -35,6 +35,8 @@ static const tp_enum_t numa_vals[] = {{"local", TP_NUMA_LOCAL}, {"interleave", T
                                       {"off", TP_NUMA_OFF}, {NULL, 0}};
 static const tp_enum_t gpages_vals[] = {{"auto", TP_GPAGES_AUTO}, {"off", TP_GPAGES_OFF}, {NULL, 0}};
 static const tp_enum_t after_fork_vals[] = {{"thp", TP_AFTER_FORK_THP}, {"pool", TP_AFTER_FORK_POOL}, {NULL, 0}};
+static const tp_enum_t fork_collapse_vals[] = {{"thread", TP_FORK_COLLAPSE_THREAD}, {"alloc", TP_FORK_COLLAPSE_ALLOC},
+                                              {"off", TP_FORK_COLLAPSE_OFF}, {NULL, 0}};
 static const tp_enum_t bool_vals[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
 
 enum { K_ENUM, K_NUM, K_PATH };
@@ -55,6 +57,7 @@ static const tp_key_t keys[] = {
     {"numa", K_ENUM, numa_vals, OFF(numa), 0, 0, 0, "local, interleave or off"},
     {"verbose", K_ENUM, bool_vals, OFF(verbose), 0, 0, 0, "0 or 1"},
     {"after_fork", K_ENUM, after_fork_vals, OFF(after_fork), 0, 0, 0, "thp or pool"},
+    {"fork_collapse", K_ENUM, fork_collapse_vals, OFF(fork_collapse), 0, 0, 0, "thread, alloc or off"},
     {"regions", K_PATH, NULL, OFF(regions_path), 0, 0, 0, "a file path"},
     {"plan", K_PATH, NULL, OFF(plan_path), 0, 0, 0, "a file path (a plan from `tlbpack profile`)"},
     {"profile", K_PATH, NULL, OFF(profile_path), 0, 0, 0, "a file path (read by libtlbpack-profile.so)"},

@@ -148,7 +148,7 @@ void tp_stats_print(FILE *out, int json) {
       U("hugetlb_single", _tp_os.hugetlb_single), U("forks_unshared", c.forks_unshared),
       U("fork_unshare_failed", c.fork_unshare_failed), U("forks_guarded", c.forks_guarded),
       U("fork_stop_timeouts", c.fork_stop_timeouts), U("fork_recollapsed", c.fork_recollapsed),
-      U("fork_recollapse_failed", c.fork_recollapse_failed),
+      U("fork_recollapse_failed", c.fork_recollapse_failed), U("fork_collapse_threads", c.fork_collapse_threads),
       {"mappings", 'l', {.l = count_mappings()}}, U("reserved_bytes", c.reserved_bytes),
       U("meta_bytes", _tp_meta_bytes()), U("meta_reserved_bytes", mp.reserved_bytes),
       U("meta_resident", mp.resident_bytes), U("meta_thp_bytes", mp.thp_bytes), U("meta_4k_bytes", mp.small_bytes),

@@ -62,6 +62,13 @@
  *                 parent replaces a tenth of the records at random (free + malloc + write), and
  *                 waits for the child. ns per round: the fork, the parent's writes beside a
  *                 live child (its copy-on-write faults) and the wait. Memory: the parent's peak.
+ *                 Also reported (tlbbench's fork table): the first fork's and the later forks'
+ *                 latency (the fork() call in the parent); the TLB entries that map the parent's
+ *                 memory (smaps: one per 2 MiB page mapped huge, one per other 4 KiB page) before
+ *                 the first fork, while each child lives (after the parent's writes), and after
+ *                 the last child has exited and the parent has gone on replacing records for
+ *                 --settle-ms; and the memory of parent and child together while the child lives
+ *                 (their Pss + hugetlb pages; the most over the rounds). Measuring is not timed.
  * --mode startup  runs --prog (argv words split on ',', '_' for a space) --ops times, one after another,
  *                 each with this process's environment (so the allocator preloaded here is
  *                 preloaded there): ns per run. Memory: the program's own VmHWM + HugetlbPages,
@@ -255,35 +262,109 @@ static char *record(uint64_t *s, unsigned long i) {
   return p;
 }
 
+/* TLB entries that map process pid's memory (smaps): one per 2 MiB page mapped huge (THP or
+ * hugetlb), one per other 4 KiB page in memory. */
+static long map_entries(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  long rss = 0, ahp = 0, htlb = 0, v;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "Rss: %ld", &v) == 1) rss += v;
+    else if (sscanf(line, "AnonHugePages: %ld", &v) == 1) ahp += v;
+    else if (sscanf(line, "Private_Hugetlb: %ld", &v) == 1 || sscanf(line, "Shared_Hugetlb: %ld", &v) == 1) htlb += v;
+  }
+  fclose(f);
+  return ahp / 2048 + (rss - ahp) / 4 + htlb / 2048;
+}
+
+/* Pss + hugetlb pages of pid, kB (a shared hugetlb page counted half in each of two). */
+static long pss_kb(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  long pss = 0, priv = 0, shared = 0, v;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "Pss: %ld", &v) == 1) pss = v;
+    else if (sscanf(line, "Private_Hugetlb: %ld", &v) == 1) priv = v;
+    else if (sscanf(line, "Shared_Hugetlb: %ld", &v) == 1) shared = v;
+  }
+  fclose(f);
+  return pss + priv + shared / 2;
+}
+
+static unsigned long settle_ms = 300;
+static long fork_entries[3] = {-1, -1, -1}, fork_mem_kb = -1;
+static double fork_first_ns = -1, fork_later_ns[64];
+static unsigned fork_nlater;
+
+static void replace_some(char **rec, uint64_t *s, unsigned long n) {
+  for (unsigned long k = 0; k < n; k++) {
+    size_t i = wl_rand(s) % n_keep;
+    free(rec[i]);
+    rec[i] = record(s, i);
+  }
+}
+
 static double run_fork(void) {
   char **rec = map_array(n_keep * sizeof *rec);
   uint64_t s = wl_seed;
   for (unsigned long i = 0; i < n_keep; i++) rec[i] = record(&s, i);
-  double t0 = wl_now_ns();
+  fork_entries[0] = map_entries(getpid());
+  double t0 = wl_now_ns(), untimed = 0;
   for (unsigned long r = 0; r < n_ops; r++) {
+    int ready[2], go[2];
+    if (pipe(ready) || pipe(go)) wl_die("pipe: %s", strerror(errno));
+    double tf = wl_now_ns();
     pid_t c = fork();
+    tf = wl_now_ns() - tf;
     if (c < 0) wl_die("fork failed: %s", strerror(errno));
     if (c == 0) {
       unsigned long sum = 0;
       for (unsigned long i = 0; i < n_keep; i++) sum += (unsigned char)rec[i][0];
+      char b = 1;
+      /* Said read, then kept alive until the parent has measured both processes. */
+      if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) < 0) _exit(2);
       _exit(sum == 0 ? 1 : 0);
     }
-    for (unsigned long k = 0; k < n_keep / 10; k++) {
-      size_t i = wl_rand(&s) % n_keep;
-      free(rec[i]);
-      rec[i] = record(&s, i);
-    }
+    if (r == 0) fork_first_ns = tf;
+    else if (fork_nlater < 64) fork_later_ns[fork_nlater++] = tf;
+    replace_some(rec, &s, n_keep / 10);
+    char b;
+    if (read(ready[0], &b, 1) != 1) b = 0; /* the child died: its status says so below */
+    double tm = wl_now_ns();
+    long e = map_entries(getpid()), m = pss_kb(getpid()), mc = pss_kb(c);
+    if (e > fork_entries[1]) fork_entries[1] = e;
+    if (m >= 0 && mc >= 0 && m + mc > fork_mem_kb) fork_mem_kb = m + mc;
+    untimed += wl_now_ns() - tm;
+    if (write(go[1], &b, 1) < 0) {}
     int st;
     while (waitpid(c, &st, 0) < 0 && errno == EINTR) {}
+    close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
       wl_die("round %lu: the child %s %d", r, WIFSIGNALED(st) ? "died of signal" : "exited with status",
              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
   }
-  double ns = wl_now_ns() - t0;
+  double ns = wl_now_ns() - t0 - untimed;
+  /* The children are gone: the parent goes on replacing records (a server's writes), a
+   * thousandth of them a millisecond, then its entries are read. */
+  double end = wl_now_ns() + settle_ms * 1e6;
+  while (wl_now_ns() < end) {
+    replace_some(rec, &s, n_keep / 1000 + 1);
+    usleep(1000);
+  }
+  fork_entries[2] = map_entries(getpid());
   wl_note_peak();
   for (unsigned long i = 0; i < n_keep; i++) free(rec[i]);
   munmap(rec, n_keep * sizeof *rec);
   return ns;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
 }
 
 /* --mode partial: a buffer of 64 KiB-4 MiB written in its first tenth; --mode buffers: of
@@ -529,6 +610,7 @@ int main(int argc, char **argv) {
     {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers, fork or startup", 's', &mode},
     {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
     {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
+    {"settle-ms", "--mode fork: ms of record replacing after the last child, before the entries are read", 'u', &settle_ms},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
     {"prog", "startup: the command, argv words split on ',' ('_' = a space)", 's', &prog},
     {NULL, NULL, 0, NULL}};
@@ -563,8 +645,15 @@ int main(int argc, char **argv) {
   else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers, fork or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
-  char extra[200];
-  snprintf(extra, sizeof extra, "ns_per_op=%.2f op=%s ops=%lu keep=%lu", ns / (double)n_ops, op, n_ops, n_keep);
+  char extra[400];
+  size_t l = (size_t)snprintf(extra, sizeof extra, "ns_per_op=%.2f op=%s ops=%lu keep=%lu", ns / (double)n_ops, op, n_ops, n_keep);
+  if (fork_first_ns >= 0 && l < sizeof extra) {
+    qsort(fork_later_ns, fork_nlater, sizeof *fork_later_ns, cmp_double);
+    double later = fork_nlater ? fork_later_ns[fork_nlater / 2] : -1;
+    snprintf(extra + l, sizeof extra - l,
+             " fork_first_us=%.0f fork_later_us=%.0f fork_mem_kb=%ld entries_before=%ld entries_child=%ld entries_after=%ld",
+             fork_first_ns / 1e3, later >= 0 ? later / 1e3 : -1, fork_mem_kb, fork_entries[0], fork_entries[1], fork_entries[2]);
+  }
   wl_result(name, extra, NULL);
   return 0;
 }

@@ -144,6 +144,7 @@ const char *tb_fmt(char *buf, size_t n, double v, int decimals);
 /* ---- one cell of the matrix and the report over all cells -------------------------------- */
 #define TB_MAX_RUNS 64
 
+enum { TB_FORK_FIRST, TB_FORK_LATER, TB_FORK_MEM, TB_FORK_E_BEFORE, TB_FORK_E_CHILD, TB_FORK_E_AFTER, TB_FORK_FIGS };
 typedef struct tb_cell_s {
   const tb_workload_t *w;
   const tb_alloc_t *a;
@@ -163,6 +164,10 @@ typedef struct tb_cell_s {
   /* A foreign program's resident memory at its peak, per good run (NaN: not reported): TLB
    * entries for its anonymous and file-backed memory, Rss + hugetlb pages at that moment. */
   double res_anon[TB_MAX_RUNS], res_file[TB_MAX_RUNS], res_kb[TB_MAX_RUNS];
+  /* The fork rows' figures per good run (NaN: not reported): the first fork's and the later
+   * forks' latency (us), memory of parent and child while the child lives (kB), TLB entries of
+   * the parent before the first fork, while a child lives, and after the last has exited. */
+  double fork_fig[TB_FORK_FIGS][TB_MAX_RUNS];
   /* filled by tb_summarize */
   double ns_med, ns_spread, rss_med;
   double res_anon_med, res_file_med, res_total_med, res_kb_med;
@@ -185,6 +190,8 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n);
 void tb_write_machine(FILE *f);
 /* The real programs' table (TLB entries for their resident memory); nothing when none ran. */
 void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n);
+/* The fork rows' table (latency, memory, TLB entries around the fork); nothing when none ran. */
+void tb_write_fork(FILE *f, const tb_cell_t *cells, size_t n);
 /* Checks the targets of issues 4 and 5 against the figures; one line each: met / missed / n/a. */
 void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n);
 /* The prog-* rows' geomeans against the overall targets on programs (called by tb_write_targets). */

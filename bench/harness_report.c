@@ -34,6 +34,10 @@ void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv) {
   c->res_anon[c->nruns] = res ? ra : NAN;
   c->res_file[c->nruns] = res ? rf : NAN;
   c->res_kb[c->nruns] = res ? rr + rh : NAN;
+  static const char *fk[TB_FORK_FIGS] = {"fork_first_us", "fork_later_us", "fork_mem_kb",
+                                         "entries_before", "entries_child", "entries_after"};
+  for (int i = 0; i < TB_FORK_FIGS; i++)
+    c->fork_fig[i][c->nruns] = tb_kv_num(kv, fk[i], &v) == 0 && v >= 0 ? v : NAN;
   c->nruns++;
   double *dst[] = {&c->hot_entries, &c->hot_floor, &c->hot_pages_4k, &c->hot_bytes};
   const char *keys[] = {"hot_entries", "hot_floor", "hot_pages_4k", "hot_bytes"};
@@ -223,6 +227,41 @@ void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n) {
              "divided by the ops that region holds, where the workload says (sqlite-lib: queries).\n");
 }
 
+void tb_write_fork(FILE *f, const tb_cell_t *cells, size_t n) {
+  int any = 0;
+  for (size_t i = 0; i < n; i++) any |= cells[i].nruns > 0 && !isnan(tb_median(cells[i].fork_fig[TB_FORK_FIRST], (size_t)cells[i].nruns));
+  if (!any) return;
+  fprintf(f, "\n### Fork: latency, memory and TLB entries around a background save\n\n"
+             "| workload | allocator | first fork ms (each run) | later forks ms | x je | parent + child MiB while it lives | x je "
+             "| TLB entries before the first fork | while a child lives | after it exited | after / before |\n"
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < n; i++) {
+    const tb_cell_t *c = &cells[i];
+    size_t nr = (size_t)c->nruns;
+    if (nr == 0 || isnan(tb_median(c->fork_fig[TB_FORK_FIRST], nr))) continue;
+    const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc");
+    double med[TB_FORK_FIGS], jm[TB_FORK_FIGS];
+    for (int k = 0; k < TB_FORK_FIGS; k++) {
+      med[k] = tb_median(c->fork_fig[k], nr);
+      jm[k] = je && je->nruns ? tb_median(je->fork_fig[k], (size_t)je->nruns) : NAN;
+    }
+    char first[200] = "", b[9][32];
+    for (size_t r = 0, l = 0; r < nr && l < sizeof first; r++)
+      l += (size_t)snprintf(first + l, sizeof first - l, "%s%.1f", r ? ", " : "", c->fork_fig[TB_FORK_FIRST][r] / 1e3);
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->w->name, c->a->name, first,
+            tb_fmt(b[0], 32, med[TB_FORK_LATER] / 1e3, 2), tb_fmt(b[1], 32, tb_ratio(med[TB_FORK_LATER], jm[TB_FORK_LATER]), 2),
+            tb_fmt(b[2], 32, med[TB_FORK_MEM] / 1024, 1), tb_fmt(b[3], 32, tb_ratio(med[TB_FORK_MEM], jm[TB_FORK_MEM]), 2),
+            tb_fmt(b[4], 32, med[TB_FORK_E_BEFORE], 0), tb_fmt(b[5], 32, med[TB_FORK_E_CHILD], 0),
+            tb_fmt(b[6], 32, med[TB_FORK_E_AFTER], 0), tb_fmt(b[7], 32, tb_ratio(med[TB_FORK_E_AFTER], med[TB_FORK_E_BEFORE]), 2));
+  }
+  fprintf(f, "\nFork latency: the fork() call in the parent (the first fork apart: tlbpack copies its pool "
+             "pages off the pool then). Memory: the Pss + hugetlb pages of parent and child together while the "
+             "child lives, the most over the rounds. TLB entries: the parent's /proc/PID/smaps, one per huge "
+             "page and one per other 4 KiB page, before the first fork, while a child lives (after the parent's "
+             "writes) and after the last child has exited and the parent has gone on writing for --settle-ms. "
+             "Medians of the runs.\n");
+}
+
 void tb_write_machine(FILE *f) {
   char model[256] = "unknown CPU", line[512];
   FILE *c = fopen("/proc/cpuinfo", "r");
@@ -281,6 +320,7 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {
             tb_fmt(b[11], 32, saved(je, c, 0, F_L2), 1), tb_fmt(b[12], 32, saved(je, c, 0, F_REFS), 1));
   }
   tb_write_resident(f, cells, n);
+  tb_write_fork(f, cells, n);
   /* a workload around a program that links its own malloc: say what its rows measure, once */
   for (size_t i = 0; i < n; i++) {
     const tb_workload_t *w = cells[i].w;

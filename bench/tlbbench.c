@@ -407,8 +407,10 @@ static void add_cells(tb_bench_t *b, const tb_workload_t *w) {
   char prog[4400];
   snprintf(prog, sizeof prog, "%s/%s", b->wl_dir, w->prog);
   if (access(prog, X_OK) != 0) {
-    snprintf(b->skipped[b->nskipped++], 256, "workload %s: %.200s not built", w->name, prog);
-    note("tlbbench: skipping workload %s: %s not built\n", w->name, prog);
+    /* Built but out of reach (a folder this user cannot enter, no execute bit) is not "not built". */
+    const char *why = errno == ENOENT ? "not built" : errno == EACCES ? "cannot be executed (permission denied)" : strerror(errno);
+    snprintf(b->skipped[b->nskipped++], 256, "workload %s: %.150s %s", w->name, prog, why);
+    note("tlbbench: skipping workload %s: %s %s\n", w->name, prog, why);
     return;
   }
   char miss[64];

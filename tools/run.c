@@ -11,7 +11,7 @@
 
 static void run_usage(FILE *out) {
   fprintf(out,
-          "usage: tlbpack run [--conf K:V,...] [--stats] [--lib PATH] [--] PROGRAM [ARGS...]\n"
+          "usage: tlbpack run [--conf K:V,...] [--stats] [--lib PATH] [--dry-run] [--] PROGRAM [ARGS...]\n"
           "\n"
           "Runs PROGRAM with libtlbpack.so in LD_PRELOAD (ahead of any LD_PRELOAD already set)\n"
           "and TLBPACK_CONF set, so every malloc/free of PROGRAM is served by tlbpack.\n"

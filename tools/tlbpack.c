@@ -1,4 +1,5 @@
-/* tlbpack: the command people type. Dispatches to one verb per file (run.c, pool.c, compare.c). */
+/* tlbpack: the command people type. Dispatches to one verb per file (run.c, pool.c, compare.c,
+ * profile.c). */
 #include "cli.h"
 
 #include <stdio.h>

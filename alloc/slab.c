@@ -319,7 +319,7 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
     uint8_t *live = s->live;
     uint32_t hint = s->avail_hint, cnt = 0;
     do {
-      uintptr_t off = ((uintptr_t)in[i].p & ~(uintptr_t)1) - lo;
+      uintptr_t e = (uintptr_t)in[i].p, off = (e & ~(uintptr_t)1) - lo;
       if (off >= span) break;
       uint32_t idx = (uint32_t)_tp_obj_index(off, recip);
       uint64_t bit = 1ull << (idx & 63);
@@ -327,6 +327,12 @@ void _tp_bin_flush(tp_group_t *g, unsigned c, const tp_entry_t *in, unsigned n) 
        * free the bin's checks could not see). Counted twice, the slab would look empty with a
        * block live. */
       if (TP_UNLIKELY(avail[idx >> 6] & bit)) _tp_fatal("double free of %p (found when it went back to its slab)", (void *)(lo + off));
+      /* Its tag goes with it (an entry with bit 0 carries none, and its page may not be in
+       * memory): left in the slab, it would outlive the block in memory handed out again, where
+       * nothing writes that word: the second word of a medium block carved over a released
+       * slab's first block, which realloc (or the program) copies into a small block that then
+       * reads as cached (_tp_block_cached: malloc_usable_size 0, realloc failing). */
+      if (!(e & 1)) *_tp_tag_word((void *)e) = 0;
       avail[idx >> 6] |= bit;
       __atomic_store_n(live + idx, 0, __ATOMIC_RELAXED);
       if (idx >> 6 < hint) hint = idx >> 6;
@@ -432,7 +438,13 @@ void _tp_bin_release_all(tp_group_t *g) {
     _tp_heap_foreach(collect_owned, &col);
     _tp_unlock(&_tp_heap_lock);
     for (size_t i = 0; i < col.n; i++) {
-      _tp_run_release(col.list[i]);
+      /* Blocks out of a small slab may sit in thread caches, tagged: their tags go before the
+       * memory does (as a flush clears them, _tp_bin_flush). */
+      tp_slab_t *s = col.list[i];
+      if (s->kind == TP_SLAB_SMALL)
+        for (uint32_t o = 0; o < s->nobj; o++)
+          if (__atomic_load_n(&s->live[o], __ATOMIC_RELAXED)) *_tp_tag_word((void *)(s->base + (uintptr_t)o * s->size)) = 0;
+      _tp_run_release(s);
     }
     size_t n = col.n;
     _tp_meta_free(col.list, col.cap * sizeof(tp_slab_t *));

@@ -391,9 +391,11 @@ typedef struct tp_tcache_s {
  * reported before it is handed out or counted in its slab again; so is a block written over
  * its tag after its free. The free itself compares the block with the bin's top entry
  * (`free(p); free(p)`, reported at the second free). The block's live byte says whether it is
- * out of its slab; the tag, whether it is in a cache rather than handed out. Program data
- * holds a bin's address only if it was copied out of a freed block. Nothing the heap relies on
- * lives in user memory. */
+ * out of its slab; the tag, whether it is in a cache rather than handed out. A block going back
+ * to its slab has its tag cleared (slab.c, _tp_bin_flush; _tp_bin_release_all for a destroyed
+ * group's cached blocks), so memory handed out again holds none, whatever block it becomes part
+ * of: program data holds a bin's address only if it was copied out of a freed block. Nothing
+ * the heap relies on lives in user memory. */
 /* The word of a small block that holds its tag. */
 static inline uintptr_t *_tp_tag_word(const void *p) { return (uintptr_t *)p + 1; }
 

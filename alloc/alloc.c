@@ -581,8 +581,11 @@ void *_tp_realloc_block(void *p, size_t size, int g) {
   tp_slab_t *s = NULL;
   size_t old = _tp_usable_size(p, &s);
   if (old == 0) {
+    /* A freed block waiting in a thread cache: freed again, it would be cached twice. */
+    if (s != NULL && s->kind == TP_SLAB_SMALL && _tp_block_cached((uintptr_t)p))
+      _tp_fatal("realloc of %p, a block freed already (it waits in a thread cache)", p);
     tp_free(p); /* reports what is wrong with p and aborts */
-    return NULL;
+    _tp_fatal("realloc of %p, not a block in use", p);
   }
   if (_tp_policy_realloc_keeps(s->kind == TP_SLAB_SMALL, old, size)) return p;
   unsigned grp = g < 0 ? s->group : (unsigned)g;

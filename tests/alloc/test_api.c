@@ -186,6 +186,17 @@ Test(free, double_free_aborts) {
   expect_abort(call_free, p, "tlbpack: double free of %p", p);
 }
 
+/* realloc of a freed block that waits in a thread cache (not on top of its bin, where the free's
+ * own check would see it) aborts with a message: it never frees the block a second time and
+ * returns NULL without ENOMEM. */
+static void call_realloc(void *p) { (void)tp_realloc(p, 100); }
+Test(free, realloc_of_a_freed_block_aborts) {
+  void *p = tp_malloc(40), *q = tp_malloc(40);
+  tp_free(p);
+  tp_free(q);
+  expect_abort(call_realloc, p, "tlbpack: realloc of %p, a block freed already (it waits in a thread cache)", p);
+}
+
 /* A block in a thread cache carries its tag (its address under the process's key, in its second
  * word): written when a free caches it and when a refill takes it from its slab, checked and
  * cleared when a malloc hands it out, checked when a flush takes it back. */

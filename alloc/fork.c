@@ -219,20 +219,24 @@ static void stop_handler(int sig, siginfo_t *si, void *uc) {
     return;
   }
   int saved = errno;
-  unsigned r = atomic_load(&stop_round);
-  if (atomic_load(&resume_round) < r) {
-    pid_t me = my_tid();
-    for (size_t i = 0; i < stop_n; i++)
+  unsigned r = atomic_load(&stop_round), rr;
+  /* A stop is on: this thread waits until it is over. It answers once the forking thread has
+   * listed it (a late signal of an earlier stop can bring it here before that: this stop's own
+   * signal then waits behind this handler, so the answer is given from here). */
+  int answered = 0;
+  pid_t me = my_tid();
+  while ((rr = atomic_load(&resume_round)) < r) {
+    for (size_t i = 0; !answered && i < atomic_load(&stop_n); i++)
       if (stop_slots[i].tid == me) {
         atomic_store(&stop_slots[i].answered, r);
         atomic_fetch_add(&stop_answers, 1);
         futex(&stop_answers, FUTEX_WAKE, INT_MAX, NULL);
-        break;
+        answered = 1;
       }
-    unsigned rr;
-    while ((rr = atomic_load(&resume_round)) < r) futex(&resume_round, FUTEX_WAIT, rr, NULL);
+    struct timespec t = {0, answered ? 100000000L : 1000000L};
+    futex(&resume_round, FUTEX_WAIT, rr, &t);
   }
-  /* else a late answer to a stop that is over: nothing to do */
+  /* else a late signal of a stop that is over: nothing to do */
   errno = saved;
 }
 

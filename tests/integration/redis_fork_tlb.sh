@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 tp_need_lib
 tp_need_cmd redis-server redis-cli redis-benchmark
-keys=${1:-300000} rounds=${2:-3} pools="0 96 512"
+keys=${1:-300000} rounds=${2:-3} pools=${TP_POOLS:-0 96 512}
 [ "$(id -u)" = 0 ] || pools=now
 tp_mktemp
 PID=

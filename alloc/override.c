@@ -100,9 +100,19 @@ static void *real_fn(void *_Atomic *slot, const char *name) {
   }
   return f;
 }
-#define REAL(name)                                                                         \
-  static void *_Atomic real_##name##_slot;                                                 \
-  __typeof__(&name) real_##name = (__typeof__(&name))real_fn(&real_##name##_slot, #name)
+#define REAL(name) __typeof__(&name) real_##name = (__typeof__(&name))real_fn(&real_##name##_slot, #name)
+static void *_Atomic real_pthread_sigmask_slot, *_Atomic real_sigprocmask_slot, *_Atomic real_sigsuspend_slot,
+    *_Atomic real_sigwait_slot, *_Atomic real_sigwaitinfo_slot, *_Atomic real_sigtimedwait_slot;
+/* Looked up at load time, not at a first call that may come from a signal handler (dlsym is not
+ * async-signal-safe). */
+__attribute__((constructor)) static void real_signal_fns(void) {
+  real_fn(&real_pthread_sigmask_slot, "pthread_sigmask");
+  real_fn(&real_sigprocmask_slot, "sigprocmask");
+  real_fn(&real_sigsuspend_slot, "sigsuspend");
+  real_fn(&real_sigwait_slot, "sigwait");
+  real_fn(&real_sigwaitinfo_slot, "sigwaitinfo");
+  real_fn(&real_sigtimedwait_slot, "sigtimedwait");
+}
 
 SIGV int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
   REAL(pthread_sigmask);

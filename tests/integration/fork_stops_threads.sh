@@ -6,7 +6,10 @@
 #   and forks checking children: no read fails with EFAULT, no thread or process dies, every
 #   child sees the parent's memory as it was at fork();
 # - node (where installed): eight fs.read() calls in flight on libuv's thread pool while
-#   child_process.execFile('/bin/true') runs in a loop: no read fails.
+#   child_process.execFile('/bin/true') runs in a loop: no read fails;
+# - it_fork_raw_mask (tests/stress/fork_raw_mask.c): a thread that blocks every signal with a
+#   raw rt_sigprocmask never answers the stop: the fork still completes (the fallback, after
+#   the stop's wait) and the child sees the parent's memory; with a pool, forks_guarded is 1.
 # after_fork:pool: every fork finds pool pages to move, so every fork stops the threads.
 # At pools of 0, 96 and 512 free pages (root sets each and restores the machine's). With a pool,
 # the stats must show forks that moved pool pages with no thread left running
@@ -14,6 +17,7 @@
 . "$(dirname "$0")/lib.sh"
 tp_need_lib
 tp_need_prog it_fork_readers
+tp_need_prog it_fork_raw_mask
 tp_mktemp
 secs=${TP_FORK_SECS:-4} pools="0 96 512"
 [ "$(id -u)" = 0 ] || { pools=now; tp_log "not root: the pool as it is ($(tp_pool_meminfo Free) free), once"; }
@@ -41,6 +45,18 @@ for pool in $pools; do
     elif [ "${moved##* }" != 0 ]; then
       tp_log "FAIL: pool $pool: ${moved##* } forks moved pages with a thread not stopped (forks_guarded)"; fails=$((fails + 1))
     fi
+  fi
+  runs=$((runs + 1))
+  TLBPACK_CONF=stats:json,start_kb:0 tp_pre "$TP_BUILD_DIR/it_fork_raw_mask" 16 >"$TP_TMP/rout" 2>"$TP_TMP/rerr"
+  rc=$?
+  st=$(grep '^{"pid"' "$TP_TMP/rerr" | tail -1)
+  guarded=$("$TP_PY" -c 'import json,sys; s=json.loads(sys.argv[1]); print(s["forks_unshared"], s["forks_guarded"])' "$st" 2>/dev/null)
+  tp_log "pool $pool: fork_raw_mask status $rc; $(tail -1 "$TP_TMP/rout"); forks that moved pool pages, of them guarded: ${guarded:-none reported}"
+  if [ $rc != 0 ]; then
+    tp_log "FAIL: pool $pool: fork_raw_mask exited with status $rc"; fails=$((fails + 1))
+  elif tp_is_tlbpack && [ "$pool" != now ] && [ "$pool" -ge 96 ] && [ "$guarded" != "1 1" ]; then
+    tp_log "FAIL: pool $pool: the fork with an unstoppable thread did not take the fallback (forks_unshared, forks_guarded: ${guarded:-none})"
+    fails=$((fails + 1))
   fi
   if [ -n "$node" ]; then
     runs=$((runs + 1))

@@ -185,6 +185,7 @@ static _Atomic size_t stop_n;       /* slots in use this stop */
 static _Atomic unsigned stop_round, resume_round; /* stopped while resume_round < stop_round */
 static _Atomic unsigned stop_answers;               /* futex word: answers so far */
 static struct sigaction stop_old;                    /* the program's own handler, if any */
+static _Atomic pid_t stop_by;                        /* the forking thread of the stop on */
 
 static long futex(_Atomic unsigned *w, int op, unsigned v, const struct timespec *t) {
   return syscall(SYS_futex, (unsigned *)w, op | FUTEX_PRIVATE_FLAG, v, t, NULL, 0);
@@ -225,7 +226,9 @@ static void stop_handler(int sig, siginfo_t *si, void *uc) {
    * signal then waits behind this handler, so the answer is given from here). */
   int answered = 0;
   pid_t me = my_tid();
-  while ((rr = atomic_load(&resume_round)) < r) {
+  /* The forking thread itself never waits for its own stop (a late signal of a stop it did not
+   * answer, delivered now that its mask lets it through). */
+  while (me != atomic_load(&stop_by) && (rr = atomic_load(&resume_round)) < r) {
     for (size_t i = 0; !answered && i < atomic_load(&stop_n); i++)
       if (stop_slots[i].tid == me) {
         atomic_store(&stop_slots[i].answered, r);
@@ -334,6 +337,7 @@ static int stop_others(void) {
   int sig = _tp_fork_stop_signal();
   if (stop_handler_in_front() != 0) return -1;
   pid_t self = my_tid();
+  atomic_store(&stop_by, self);
   atomic_store(&stop_n, 0);
   unsigned r = atomic_fetch_add(&stop_round, 1) + 1;
   double deadline = mono_ms() + TP_STOP_WAIT_MS;

@@ -58,6 +58,46 @@ static _Atomic uintptr_t converting; /* the range being moved, 0 when none */
 static size_t converting_len = TP_HPAGE;
 static struct sigaction segv_old;
 
+/* Both of fork.c's handlers (segv_wait, stop_handler) go in front of the program's own: old is
+ * what the program had for sig. Returns 1 when the program's handler ran (or, with ignore_ok,
+ * it ignores sig); otherwise its default action is put back and 0 is returned, for the caller
+ * to let that action happen. */
+static int run_old_handler(const struct sigaction *old, int sig, siginfo_t *si, void *uc, int ignore_ok) {
+  if (old->sa_flags & SA_SIGINFO) {
+    if (old->sa_sigaction) {
+      old->sa_sigaction(sig, si, uc);
+      return 1;
+    }
+  } else if (old->sa_handler == SIG_IGN) {
+    if (ignore_ok) return 1;
+  } else if (old->sa_handler != SIG_DFL) {
+    old->sa_handler(sig);
+    return 1;
+  }
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, NULL);
+  return 0;
+}
+
+/* Installs fn for sig in front of the program's handler (saved in *old), unless it is there
+ * already: a program that installed a handler of its own since gets ours in front again.
+ * mask_all: no other signal runs while fn does. */
+static int handler_in_front(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old, int mask_all) {
+  struct sigaction cur;
+  if (sigaction(sig, NULL, &cur) != 0) return -1;
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn) return 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fn;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  if (mask_all) sigfillset(&sa.sa_mask);
+  else sigemptyset(&sa.sa_mask);
+  *old = cur;
+  return sigaction(sig, &sa, NULL);
+}
+
 static void segv_wait(int sig, siginfo_t *si, void *uc) {
   uintptr_t a = (uintptr_t)si->si_addr, c = atomic_load(&converting);
   if (c != 0 && a - c < converting_len) {
@@ -67,39 +107,16 @@ static void segv_wait(int sig, siginfo_t *si, void *uc) {
   /* A page moved after this fault was taken (a writable heap page cannot fault otherwise). */
   tp_hpage_t *h = _tp_hpage_of(si->si_addr);
   if (h != NULL && h->state != TP_HP_FREE && h->source != TP_SRC_NONE && !is_hugetlb(h)) return;
-  /* Not ours: what the program would have had without tlbpack. */
-  if (segv_old.sa_flags & SA_SIGINFO) {
-    if (segv_old.sa_sigaction) {
-      segv_old.sa_sigaction(sig, si, uc);
-      return;
-    }
-  } else if (segv_old.sa_handler != SIG_DFL && segv_old.sa_handler != SIG_IGN) {
-    segv_old.sa_handler(sig);
-    return;
-  }
-  /* Default action: back to it, and the fault repeats and ends the process as it would have. */
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGSEGV, &dfl, NULL);
+  /* Not ours: what the program would have had without tlbpack. A fault cannot be ignored: with
+   * the default back, the fault repeats and ends the process as it would have. */
+  run_old_handler(&segv_old, sig, si, uc, 0);
 }
 
 /* The handler stays once installed: a writer's fault taken during a move may be delivered after
  * the move is over, and the disposition is read at delivery. Faults that are not a moved heap
  * page go to the program's previous handler (or its default action). If the program has
  * installed a handler of its own since, ours goes in front of it again. */
-static int segv_handler_in_front(void) {
-  struct sigaction cur;
-  if (sigaction(SIGSEGV, NULL, &cur) != 0) return -1;
-  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == segv_wait) return 0;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = segv_wait;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  segv_old = cur;
-  return sigaction(SIGSEGV, &sa, NULL);
-}
+static int segv_handler_in_front(void) { return handler_in_front(SIGSEGV, segv_wait, &segv_old, 0); }
 
 /* Whether any of [a, a + len) is in memory (a lazy run's pages are faulted in as touched). */
 static int touched(void *a, size_t len) {
@@ -193,30 +210,13 @@ static long futex(_Atomic unsigned *w, int op, unsigned v, const struct timespec
 
 static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
 
-/* What the program would have had for this signal without tlbpack: its handler, or the default
- * action (for a real-time signal, the end of the process). */
-static void stop_forward(int sig, siginfo_t *si, void *uc) {
-  if (stop_old.sa_flags & SA_SIGINFO) {
-    if (stop_old.sa_sigaction) stop_old.sa_sigaction(sig, si, uc);
-    return;
-  }
-  if (stop_old.sa_handler == SIG_IGN) return;
-  if (stop_old.sa_handler != SIG_DFL) {
-    stop_old.sa_handler(sig);
-    return;
-  }
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigaction(sig, &dfl, NULL);
-  syscall(SYS_tgkill, getpid(), my_tid(), sig);
-}
 
 /* The stopped thread's side: answer, then wait (no write to the heap meanwhile) until the
  * forking thread has moved the pages. errno is the interrupted code's. */
 static void stop_handler(int sig, siginfo_t *si, void *uc) {
   if (si->si_code != SI_TKILL || si->si_pid != getpid()) {
-    stop_forward(sig, si, uc); /* not tlbpack's: someone else sent it */
+    /* Not tlbpack's: what the program would have had (its default ends the process). */
+    if (!run_old_handler(&stop_old, sig, si, uc, 1)) syscall(SYS_tgkill, getpid(), my_tid(), sig);
     return;
   }
   int saved = errno;
@@ -245,19 +245,8 @@ static void stop_handler(int sig, siginfo_t *si, void *uc) {
 
 int _tp_fork_stop_signal(void) { return SIGRTMAX - TP_STOP_SIGNAL_BELOW_MAX; }
 
-static int stop_handler_in_front(void) {
-  int sig = _tp_fork_stop_signal();
-  struct sigaction cur;
-  if (sigaction(sig, NULL, &cur) != 0) return -1;
-  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == stop_handler) return 0;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = stop_handler;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigfillset(&sa.sa_mask); /* nothing else runs in a stopped thread */
-  stop_old = cur;
-  return sigaction(sig, &sa, NULL);
-}
+/* nothing else runs in a stopped thread */
+static int stop_handler_in_front(void) { return handler_in_front(_tp_fork_stop_signal(), stop_handler, &stop_old, 1); }
 
 static int slot_of(pid_t tid) {
   for (size_t i = 0; i < stop_n; i++)

@@ -262,21 +262,11 @@ static char *record(uint64_t *s, unsigned long i) {
   return p;
 }
 
-/* TLB entries that map process pid's memory (smaps): one per 2 MiB page mapped huge (THP or
- * hugetlb), one per other 4 KiB page in memory. */
+/* TLB entries that map process pid's memory: wl_resident's reading of its smaps (one per huge
+ * page, one per other 4 KiB page in memory). */
 static long map_entries(pid_t pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  long rss = 0, ahp = 0, htlb = 0, v;
-  while (fgets(line, sizeof line, f)) {
-    if (sscanf(line, "Rss: %ld", &v) == 1) rss += v;
-    else if (sscanf(line, "AnonHugePages: %ld", &v) == 1) ahp += v;
-    else if (sscanf(line, "Private_Hugetlb: %ld", &v) == 1 || sscanf(line, "Shared_Hugetlb: %ld", &v) == 1) htlb += v;
-  }
-  fclose(f);
-  return ahp / 2048 + (rss - ahp) / 4 + htlb / 2048;
+  wl_resident_t r;
+  return wl_resident(pid, &r) == 0 ? r.entries_anon + r.entries_file : -1;
 }
 
 /* Pss + hugetlb pages of pid, kB (a shared hugetlb page counted half in each of two). */

@@ -23,21 +23,26 @@ secs=${TP_FORK_SECS:-4} pools="0 96 512"
 [ "$(id -u)" = 0 ] || { pools=now; tp_log "not root: the pool as it is ($(tp_pool_meminfo Free) free), once"; }
 node=$(command -v node || command -v nodejs)
 [ -n "$node" ] && head -c $((64 << 20)) /dev/urandom >"$TP_TMP/data"
+# fork_stats FILE: "forks_unshared forks_guarded" of the (one) stats block in FILE, empty if none.
+fork_stats() {
+  local u g
+  u=$(tp_stat "$1" forks_unshared) g=$(tp_stat "$1" forks_guarded)
+  [ -n "$u" ] && echo "$u $g"
+}
 fails=0 runs=0
 for pool in $pools; do
   [ "$pool" = now ] || tp_pool_set "$pool"
   runs=$((runs + 1))
-  TLBPACK_CONF=stats:json,start_kb:0,after_fork:pool tp_pre "$TP_BUILD_DIR/it_fork_readers" "$secs" >"$TP_TMP/out" 2>"$TP_TMP/err"
+  TLBPACK_CONF=stats:1,start_kb:0,after_fork:pool tp_pre "$TP_BUILD_DIR/it_fork_readers" "$secs" >"$TP_TMP/out" 2>"$TP_TMP/err"
   rc=$?
   grep '^fork_readers: FAIL' "$TP_TMP/out" | head -5 >&2
   line=$(grep -m1 '^fork_readers: [0-9]* forks' "$TP_TMP/out")
-  st=$(grep '^{"pid"' "$TP_TMP/err" | tail -1)
-  moved=$("$TP_PY" -c 'import json,sys; s=json.loads(sys.argv[1]); print(s["forks_unshared"], s["forks_guarded"])' "$st" 2>/dev/null)
+  moved=$(fork_stats "$TP_TMP/err")
   tp_log "pool $pool: fork_readers status $rc; ${line#fork_readers: }; forks that moved pool pages, of them guarded: ${moved:-none reported}"
   if [ $rc -gt 128 ]; then
     tp_log "FAIL: pool $pool: fork_readers died of signal $((rc - 128))"; fails=$((fails + 1))
   elif [ $rc != 0 ]; then
-    grep -v '^{"pid"' "$TP_TMP/err" | head -5 >&2
+    tp_strip_stats "$TP_TMP/err" | head -5 >&2
     tp_log "FAIL: pool $pool: fork_readers exited with status $rc"; fails=$((fails + 1))
   elif tp_is_tlbpack && [ "$pool" != now ] && [ "$pool" -ge 96 ]; then
     if [ -z "$moved" ] || [ "${moved%% *}" = 0 ]; then
@@ -47,10 +52,9 @@ for pool in $pools; do
     fi
   fi
   runs=$((runs + 1))
-  TLBPACK_CONF=stats:json,start_kb:0 tp_pre "$TP_BUILD_DIR/it_fork_raw_mask" 16 >"$TP_TMP/rout" 2>"$TP_TMP/rerr"
+  TLBPACK_CONF=stats:1,start_kb:0 tp_pre "$TP_BUILD_DIR/it_fork_raw_mask" 16 >"$TP_TMP/rout" 2>"$TP_TMP/rerr"
   rc=$?
-  st=$(grep '^{"pid"' "$TP_TMP/rerr" | tail -1)
-  guarded=$("$TP_PY" -c 'import json,sys; s=json.loads(sys.argv[1]); print(s["forks_unshared"], s["forks_guarded"])' "$st" 2>/dev/null)
+  guarded=$(fork_stats "$TP_TMP/rerr")
   tp_log "pool $pool: fork_raw_mask status $rc; $(tail -1 "$TP_TMP/rout"); forks that moved pool pages, of them guarded: ${guarded:-none reported}"
   if [ $rc != 0 ]; then
     tp_log "FAIL: pool $pool: fork_raw_mask exited with status $rc"; fails=$((fails + 1))

@@ -53,7 +53,7 @@ _Static_assert(TP_SLOTS == 8 * sizeof(tp_slotmask_t), "an hpage's slots are the 
 #define TP_SLOT_RUN(slot, n) ((n) >= TP_SLOTS ? TP_ALL_SLOTS : ((((tp_slotmask_t)1 << (n)) - 1) << (slot)))
 
 /* ---- size classes (sizeclass.c) ------------------------------------------------------ */
-#define TP_NCLASSES 52
+#define TP_NCLASSES 64
 /* The entry of class c of group g in a thread's bin table (tp_tcache_t.bin_off), which a small
  * slab carries as its bin_idx. */
 static inline uint32_t _tp_bin_index(unsigned g, unsigned c) { return (uint32_t)g * TP_NCLASSES + c; }
@@ -92,20 +92,21 @@ void _tp_classes_init(void) TP_INTERNAL;
 #include "sitekey.h" /* _tp_class_of, site + class keys */
 
 /* The fast path's bins by size: entries 0..64 by (size + 15) / 16 for sizes up to TP_FAST_MAX,
- * then one entry per class above 1 KiB up to TP_FAST_BIG (the largest class a thread caches),
- * found from the size's top bits (_tp_fast_index): a malloc of 4 KiB hits like one of 32 B. */
+ * then eight entries per power of two above 1 KiB up to TP_FAST_BIG (the largest class a thread
+ * caches; each class one or two of them), found from the size's top bits (_tp_fast_index): a malloc of 4 KiB hits like one of 32 B. */
 #define TP_FAST_MAX 1024
 #define TP_FAST_BIG 65536
 #define TP_FAST_SMALL_N (TP_FAST_MAX / 16 + 1)
 #define TP_FAST_CLASS_1K 19 /* _tp_class_of(TP_FAST_MAX) */
-#define TP_FAST_N (TP_FAST_SMALL_N + 24) /* + the classes of 1 KiB < size <= 64 KiB */
+#define TP_FAST_N (TP_FAST_SMALL_N + 48) /* + eight entries per power of two, 1 KiB < size <= 64 KiB */
 /* The fast entry of a size up to TP_FAST_BIG. */
 static inline unsigned _tp_fast_index(size_t size) {
   if (size <= TP_FAST_MAX) return (unsigned)((size + 15) >> 4);
   size_t x = size - 1;
   unsigned e = 63u - (unsigned)__builtin_clzl(x); /* 10..15 */
-  /* class 8 + (e - 7) * 4 + k, k the two bits below the top one */
-  return TP_FAST_SMALL_N - TP_FAST_CLASS_1K - 1 + 8 + (e - 7) * 4 + (unsigned)((x >> (e - 2)) & 3);
+  /* eight entries per power of two, k the three bits below the top one: the classes of 1-4
+   * KiB and 32-64 KiB (four per power of two) take two consecutive entries each */
+  return TP_FAST_SMALL_N + (e - 10) * 8 + (unsigned)((x >> (e - 3)) & 7);
 }
 
 extern uint8_t _tp_fast_class[TP_FAST_N] TP_INTERNAL;

@@ -12,20 +12,31 @@
 
 #define TP_KEY_SHIFT 48
 
+/* Classes: 16..128 in steps of 16 (0-7), four per power of two up to 4 KiB (8-27), eight per
+ * power of two from 4 KiB to 32 KiB (28-51: a 4 KiB page and a small header, as SQLite's page
+ * cache allocates, takes the 4608-byte class, not 5120), four per power of two up to 256 KiB
+ * (52-63). 64 classes: a group's masks have a bit per class. */
+#define TP_CLASS_FINE_LO 12 /* 2^12 < size <= 2^15: eight classes per power of two */
+#define TP_CLASS_FINE_HI 15
+#define TP_CLASS_FINE_FIRST 28
+#define TP_CLASS_COARSE_FIRST 52
 static inline unsigned _tp_class_of(size_t n) {
   if (n <= 128) return n == 0 ? 0 : (unsigned)((n - 1) >> 4);
   size_t x = n - 1;
   unsigned e = 63u - (unsigned)__builtin_clzl(x);
-  size_t base = (size_t)1 << e;
-  unsigned k = (unsigned)((x - base) >> (e - 2));
-  return 8 + (e - 7) * 4 + k;
+  if (e < TP_CLASS_FINE_LO) return 8 + (e - 7) * 4 + (unsigned)((x >> (e - 2)) & 3);
+  if (e < TP_CLASS_FINE_HI) return TP_CLASS_FINE_FIRST + (e - TP_CLASS_FINE_LO) * 8 + (unsigned)((x >> (e - 3)) & 7);
+  return TP_CLASS_COARSE_FIRST + (e - TP_CLASS_FINE_HI) * 4 + (unsigned)((x >> (e - 2)) & 3);
 }
 
-/* The object size of class c (16..128 in steps of 16, then four classes per power of two). */
+/* The object size of class c. */
 static inline size_t _tp_class_size(unsigned c) {
   if (c < 8) return (size_t)(c + 1) * 16;
-  unsigned e = 7 + (c - 8) / 4, k = (c - 8) % 4;
-  return ((size_t)1 << e) + (k + 1) * (((size_t)1 << e) >> 2);
+  unsigned e, k, per;
+  if (c < TP_CLASS_FINE_FIRST) e = 7 + (c - 8) / 4, k = (c - 8) % 4, per = 2;
+  else if (c < TP_CLASS_COARSE_FIRST) e = TP_CLASS_FINE_LO + (c - TP_CLASS_FINE_FIRST) / 8, k = (c - TP_CLASS_FINE_FIRST) % 8, per = 3;
+  else e = TP_CLASS_FINE_HI + (c - TP_CLASS_COARSE_FIRST) / 4, k = (c - TP_CLASS_COARSE_FIRST) % 4, per = 2;
+  return ((size_t)1 << e) + (k + 1) * (((size_t)1 << e) >> per);
 }
 
 static inline uintptr_t _tp_key_of(uintptr_t site, unsigned c) { return site | (uintptr_t)(c + 1) << TP_KEY_SHIFT; }

@@ -1,4 +1,5 @@
-/* Size classes: 16..128 in steps of 16, then four classes per power of two up to 256 KiB.
+/* Size classes (sitekey.h): 16..128 in steps of 16, then four per power of two, eight from 4 KiB to
+ * 32 KiB, four again up to 256 KiB.
  * Each class's slab is the shortest run of 32 KiB slots that wastes at most 1/8 of itself (1/32
  * from 4 KiB up, where up to 4 slots allow it). */
 #include "base.h"
@@ -50,7 +51,10 @@ void _tp_classes_init(void) {
     k->tcache_grow = (uint16_t)(grow > 512 ? 512 : grow < k->tcache_limit ? k->tcache_limit : grow);
   }
   for (unsigned i = 0; i <= TP_FAST_MAX / 16; i++) _tp_fast_class[i] = (uint8_t)_tp_class_of(i ? i * 16 : 1);
-  for (unsigned i = TP_FAST_SMALL_N; i < TP_FAST_N; i++) _tp_fast_class[i] = (uint8_t)(TP_FAST_CLASS_1K + 1 + i - TP_FAST_SMALL_N);
+  for (unsigned i = TP_FAST_SMALL_N; i < TP_FAST_N; i++) { /* the largest size of entry i */
+    unsigned j = i - TP_FAST_SMALL_N, e = 10 + j / 8;
+    _tp_fast_class[i] = (uint8_t)_tp_class_of(((size_t)1 << e) + (j % 8 + 1) * (((size_t)1 << e) >> 3));
+  }
   for (unsigned i = TP_FAST_N; i-- > 0;) { /* entries of one class are consecutive */
     unsigned c = _tp_fast_class[i];
     if (_tp_fast_end[c] == 0) _tp_fast_end[c] = (uint8_t)(i + 1);

@@ -350,8 +350,8 @@ typedef struct tp_tcache_s {
   /* The thread's bins by slab (tp_slab_t.bin_idx = group * TP_NCLASSES + cls): the byte offset
    * of bin (group, cls) from this record, 0 (`empty`) before the bin is created. The free hit
    * gets its bin with one load from the slab's line instead of three (group and class, the
-   * group's record, its bin). A mapping of its own per record (TP_BIN_TABLE entries, 416 KiB
-   * of address space on 4 KiB pages, touched only where the thread has bins: a page per ten
+   * group's record, its bin). A mapping of its own per record (TP_BIN_TABLE entries, 512 KiB
+   * of address space on 4 KiB pages, touched only where the thread has bins: a page per eight
    * groups; _tp_meta_map), kept with the record for its next thread like the bins it names;
    * the static records share one of zeros. */
   intptr_t *bin_off;

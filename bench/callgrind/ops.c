@@ -2,7 +2,8 @@
  * start-up plus N iterations: two runs (N and 2N) subtract the start-up out.
  *   0: malloc(32) + free of the same block
  *   1: free a random one of 1024 live blocks, malloc 16-512 bytes in its place
- *   2: calloc(1, 32) + free */
+ *   2: calloc(1, 32) + free
+ *   3: malloc(4400) + free of the same block (a kilobyte class: a 4 KiB page and its header) */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -31,6 +32,12 @@ int main(int argc, char **argv) {
   } else if (mode == 2) {
     for (long i = 0; i < n; i++) {
       void *p = calloc(1, 32);
+      __asm__ volatile("" ::"r"(p) : "memory");
+      free(p);
+    }
+  } else if (mode == 3) {
+    for (long i = 0; i < n; i++) {
+      void *p = malloc(4400);
       __asm__ volatile("" ::"r"(p) : "memory");
       free(p);
     }

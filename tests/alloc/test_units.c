@@ -50,6 +50,15 @@ Test(sizeclass, kilobyte_classes_take_the_shortest_slab_of_up_to_4_slots_that_wa
   cr_assert_eq(_tp_classes[c5].size, 5120);
   cr_assert_eq(_tp_classes[c5].nslots, 3);
   cr_assert_eq(_tp_classes[c5].nobj, 19);
+  /* A 4 KiB page and a small header (SQLite's page cache: 4.3 KiB) takes a class 12.5% over 4
+   * KiB, not 25% (eight classes per power of two from 4 KiB to 32 KiB): 7 in one slot. */
+  unsigned c45 = _tp_class_of(4096 + 264);
+  cr_assert_eq(_tp_classes[c45].size, 4608);
+  cr_assert_eq(_tp_classes[c45].nslots, 1);
+  cr_assert_eq(_tp_classes[c45].nobj, 7);
+  for (size_t n = 4097; n <= 32768; n += 97)
+    cr_assert_leq(_tp_class_size(_tp_class_of(n)) * 8, (n - 1) * 9 + 8 * 9, "size %zu rounds to %zu, more than 1/8 over", n,
+                  _tp_class_size(_tp_class_of(n)));
 }
 
 Test(sizeclass, reciprocal_divides_exactly_for_every_object_offset) {

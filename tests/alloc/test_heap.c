@@ -315,16 +315,16 @@ static void *trim_thread(void *arg) {
   enum { N = 40 };
   void *idle[N], *cyc[N];
   for (int i = 0; i < N; i++) idle[i] = tp_malloc(4000); /* one class over 1 KiB, left alone */
-  for (int i = 0; i < N; i++) cyc[i] = tp_malloc(6000);  /* another, allocated and freed in turn */
+  for (int i = 0; i < N; i++) cyc[i] = tp_malloc(3000);  /* another, allocated and freed in turn */
   void *probe_idle = idle[0], *probe_cyc = cyc[0];
   for (int i = N - 1; i >= 0; i--) tp_free(idle[i]);
   for (int i = N - 1; i >= 0; i--) tp_free(cyc[i]);
   out[0] = bin_count_of(probe_idle);
   out[1] = bin_count_of(probe_cyc);
-  /* Rounds of the 6000-byte blocks, each followed by as many kilobyte-bin misses as turn
+  /* Rounds of the 3000-byte blocks, each followed by as many kilobyte-bin misses as turn
    * every such bin of the thread once (the misses are counted directly here). */
   for (int round = 0; round < 20; round++) {
-    for (int i = 0; i < N; i++) cyc[i] = tp_malloc(6000);
+    for (int i = 0; i < N; i++) cyc[i] = tp_malloc(3000);
     for (int i = N - 1; i >= 0; i--) tp_free(cyc[i]);
     for (unsigned k = 0; k < (unsigned)TP_TRIM_EVERY * _tp_tc->ntrim; k++) _tp_tcache_trim_tick(_tp_tc);
   }
@@ -342,9 +342,25 @@ Test(tcache, a_kilobyte_bin_left_alone_is_trimmed_and_one_that_cycles_is_not) {
   pthread_create(&t, NULL, trim_thread, out);
   pthread_join(t, NULL);
   cr_assert_geq(out[0], 30, "the 4000-byte bin kept %u of 40 freed blocks", out[0]);
-  cr_assert_geq(out[1], 30, "the 6000-byte bin kept %u of 40 freed blocks", out[1]);
+  cr_assert_geq(out[1], 30, "the 3000-byte bin kept %u of 40 freed blocks", out[1]);
   cr_assert_leq(out[2], 8, "the 4000-byte bin left alone still holds %u blocks (of %u)", out[2], out[0]);
-  cr_assert_geq(out[3], 30, "the 6000-byte bin, allocated and freed in turn, holds %u blocks", out[3]);
+  cr_assert_geq(out[3], 30, "the 3000-byte bin, allocated and freed in turn, holds %u blocks", out[3]);
+}
+
+/* A kilobyte bin keeps up to 256 KiB; in the classes of eight per power of two (4-32 KiB) 128
+ * KiB, so that a thread's bins keep as much per power of two as in the classes of four. */
+Test(tcache, kilobyte_bins_keep_as_much_per_power_of_two_in_fine_and_coarse_classes) {
+  for (unsigned c = 0; c < TP_NCLASSES; c++) {
+    const tp_class_t *k = &_tp_classes[c];
+    if (k->size <= 1024 || k->tcache_cap == 0) continue;
+    unsigned per = k->size > 4096 && k->size <= 32768 ? 8 : 4;
+    size_t bytes = (size_t)k->tcache_limit * k->size * per;
+    if (k->tcache_limit > k->tcache_cap && k->tcache_limit < 64)
+      cr_assert(bytes + (size_t)k->size * per > (size_t)(1u << 20) && bytes <= (size_t)(1u << 20), "class %u (%u B): %u blocks a bin, %zu KiB a power of two",
+                c, k->size, k->tcache_limit, bytes >> 10);
+  }
+  cr_assert_eq(_tp_classes[_tp_class_of(6000)].tcache_limit, (128u << 10) / 6144);
+  cr_assert_eq(_tp_classes[_tp_class_of(3000)].tcache_limit, 64);
 }
 
 /* A burst of blocks freed whole leaves its slabs empty: the thread's lane keeps up to

@@ -131,6 +131,13 @@ const tb_workload_t tb_workloads[] = {
     "--mode churn --ops 5000000 --keep 4096"}, 0, 0,
    "two threads replacing random entries of one shared table, 16-1024 B: about half the frees cross threads",
    NULL, "no trace: time and memory", NULL, 0, NULL, NULL, NULL, {0}},
+  {"churn-sizes-mt", "wl_costs",
+   {"--mode mixed --ops 5 --keep 1000", "--mode mixed --ops 500 --keep 1000", "--mode mixed --ops 500 --keep 1000"}, 0, 0,
+   "two threads, each looping: an array of 1000 blocks of 8-16000 B (uniform, first 64 B written), 100 random "
+   "replacements, all but the first 100 freed, the array handed to the other thread, which frees it and its 100 "
+   "blocks (cross-thread frees). ns per malloc or free of the process's CPU time (user + sys), not wall time; "
+   "the per-run table: memory operations per CPU second and peak RSS + hugetlb of each run",
+   NULL, "no trace: time and memory", NULL, 0, NULL, NULL, NULL, {0}},
   {"batches-mt", "wl_costs",
    {"--mode batches --ops 20480", "--mode batches --ops 2000000", "--mode batches --ops 10000000"}, 0, 0,
    "xmalloc-test's shape: two threads each allocate batches of 64 blocks of 8-128 B and free the other's batches, handed over through a shared stack (ns per malloc+free per thread)",

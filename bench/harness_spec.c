@@ -202,6 +202,13 @@ const tb_workload_t tb_workloads[] = {
    "the sqlite3 shell on a database file (demo 150 k rows, ~30 MB; full 500 k) held in its page cache: "
    "random point queries by rowid and through an index",
    "sqlite3", "no trace: sqlite3's memory accesses are not recorded", NULL, 3, "query", NULL, NULL, {0}},
+  {"sqlite-py", "wl_sqlitedb",
+   {"--via python3 --rows 2000 --queries 20000", "--via python3 --rows 150000 --queries 200000",
+    "--via python3 --rows 2600000 --queries 500000"}, 0, 0,
+   "python3's sqlite3 module (SQLite embedded in a program, not the shell) on the same database file "
+   "(demo 150 k rows, ~30 MB; full 2.6 M, ~500 MB) held in its page cache: random point queries by rowid "
+   "and through the index, one Python call each",
+   "python3", "no trace: python3's memory accesses are not recorded", NULL, 3, "query", NULL, NULL, {0}},
   /* SQLite linked into the driver (not the shell): traced under lackey, minutes per cell, so
    * not in the demo. 1 GB of pages in the cache at full scale. */
   {.name = "sqlite-lib", .prog = "wl_sqlitelib",

@@ -267,6 +267,10 @@ const tb_workload_t tb_workloads[] = {
 };
 const size_t tb_nworkloads = sizeof tb_workloads / sizeof tb_workloads[0];
 
+/* Rows whose medians hide what matters: each run's throughput and peak memory side by side
+ * (summary.md, tb_write_runs). */
+const char *const tb_per_run_workloads = "churn-sizes-mt,sqlite-py";
+
 const tb_alloc_t *tb_alloc_find(const char *name) {
   for (size_t i = 0; i < tb_nallocs; i++)
     if (!strcmp(tb_allocs[i].name, name)) return &tb_allocs[i];

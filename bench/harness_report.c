@@ -286,8 +286,16 @@ void tb_write_runs(FILE *f, const tb_cell_t *cells, size_t n, const char *worklo
     for (int r = 0; je && r < je->nruns; r++) je_rate[r] = run_rate(je, r);
     double med = tb_median(rate, (size_t)c->nruns);
     double je_med = je && je->nruns ? tb_median(je_rate, (size_t)je->nruns) : NAN;
-    /* one scale per row, from its median: "10.68" M memory ops, "213.4" k queries */
-    double scale = med >= 1e6 ? 1e6 : med >= 1e4 ? 1e3 : 1;
+    /* one scale per workload, from its largest median: "10.68" M memory ops, "213.4" k queries */
+    double top = 0;
+    for (size_t j = 0; j < n; j++) {
+      if (cells[j].w != c->w || cells[j].nruns == 0) continue;
+      double v[TB_MAX_RUNS];
+      for (int r = 0; r < cells[j].nruns; r++) v[r] = run_rate(&cells[j], r);
+      double m = tb_median(v, (size_t)cells[j].nruns);
+      if (m > top) top = m;
+    }
+    double scale = top >= 1e6 ? 1e6 : top >= 1e4 ? 1e3 : 1;
     int dec = scale == 1e6 ? 2 : 1;
     char unit[96], runs[400] = "", mem[400] = "", b[4][32], label[160];
     snprintf(unit, sizeof unit, "%s%s", scale == 1e6 ? "M " : scale == 1e3 ? "k " : "",

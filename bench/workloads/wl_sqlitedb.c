@@ -70,6 +70,15 @@ static const char py_script[] =
     "print('TLBBENCH-PEAK rowid_s=%.6f index_s=%.6f bytes=%d' % (t1 - t0, t2 - t1, s), flush=True)\n"
     "sys.stdin.read()\n";
 
+/* The private directory, its database and the program's log: removed at exit, a failed run's
+ * (wl_die) too, so that no half-built database of hundreds of MB stays in TMPDIR. */
+static char dir[4096], db[4200], log_path[4200];
+static void remove_dir(void) {
+  unlink(db);
+  unlink(log_path);
+  rmdir(dir);
+}
+
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
     {"rows", "rows in the database", 'u', &n_rows},
@@ -87,11 +96,11 @@ int main(int argc, char **argv) {
   if (py && access(python_bin, X_OK)) wl_die("python3 not found at %s (pass --python PATH)", python_bin);
   if (wl_trace_path) fprintf(stderr, "wl_sqlitedb: --trace ignored: %s's accesses are not recorded\n", via);
   const char *tmp = getenv("TMPDIR");
-  char dir[4096], db[4200], log[4200];
   snprintf(dir, sizeof dir, "%s/tlbbench-sqlitedb-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(dir)) wl_die("mkdtemp %s: %s", dir, strerror(errno));
   snprintf(db, sizeof db, "%s/db", dir);
-  snprintf(log, sizeof log, "%s/log", dir);
+  snprintf(log_path, sizeof log_path, "%s/log", dir);
+  atexit(remove_dir);
 
   /* a page cache twice the data: the whole database stays in it */
   unsigned long cache_kb = 2 * n_rows * (datasize + 40) / 1024 + 4096;
@@ -133,7 +142,7 @@ int main(int argc, char **argv) {
   char *sargv[] = {(char *)sqlite_bin, "-batch", db, NULL};
   char *pargv[] = {(char *)python_bin, "-c", (char *)py_script, db, setup, a[0], a[1], a[2], a[3], NULL};
   wl_child_t c;
-  wl_child_start(&c, py ? pargv : sargv, NULL, log);
+  wl_child_start(&c, py ? pargv : sargv, NULL, log_path);
   if (!py) wl_child_write(&c, script, (size_t)n);
   timers_t t = {{0}, 0};   /* sqlite3 flushes its output before .shell, or at its exit */
   const char *peak = wl_child_wait(&c, "TLBBENCH-PEAK", 600, NULL, py ? NULL : timer_line, &t);
@@ -158,9 +167,7 @@ int main(int argc, char **argv) {
   wl_child_finish(&c, 60, NULL);
   struct stat st;
   long db_kb = stat(db, &st) == 0 ? (long)(st.st_size / 1024) : -1;
-  unlink(db);
-  unlink(log);
-  rmdir(dir);
+  remove_dir();
   if (t.n != 2 || !(t.secs[0] > 0) || !(t.secs[1] > 0))
     wl_die("%s printed %d timings (expected 2 positive ones%s)", via, t.n, py ? "" : ": 'Run Time: real' lines");
   double ns = (t.secs[0] + t.secs[1]) * 1e9;

@@ -168,6 +168,9 @@ typedef struct tb_cell_s {
    * forks' latency (us), memory of parent and child while the child lives (kB), TLB entries of
    * the parent before the first fork, while a child lives, and after the last has exited. */
   double fork_fig[TB_FORK_FIGS][TB_MAX_RUNS];
+  /* Memory operations per CPU second of the process, per good run, where the workload reports
+   * it (ops_per_cpu_s: churn-sizes-mt); NaN otherwise. */
+  double cpu_rate[TB_MAX_RUNS];
   /* filled by tb_summarize */
   double ns_med, ns_spread, rss_med;
   double res_anon_med, res_file_med, res_total_med, res_kb_med;
@@ -192,6 +195,13 @@ void tb_write_machine(FILE *f);
 void tb_write_resident(FILE *f, const tb_cell_t *cells, size_t n);
 /* The fork rows' table (latency, memory, TLB entries around the fork); nothing when none ran. */
 void tb_write_fork(FILE *f, const tb_cell_t *cells, size_t n);
+/* The workloads whose every run is shown (tb_write_runs), comma-separated. */
+extern const char *const tb_per_run_workloads;
+/* A table of each run of the cells of the listed workloads (comma-separated names): per
+ * allocator the throughput of every run (memory operations per CPU second where the workload
+ * reports them, else ops per second from ns_per_op), its median and ratio to jemalloc's, and
+ * the peak RSS + hugetlb of every run, its median and ratio; nothing when none of them ran. */
+void tb_write_runs(FILE *f, const tb_cell_t *cells, size_t n, const char *workloads);
 /* Checks the targets of issues 4 and 5 against the figures; one line each: met / missed / n/a. */
 void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n);
 /* The prog-* rows' geomeans against the overall targets on programs (called by tb_write_targets). */

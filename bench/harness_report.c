@@ -38,6 +38,7 @@ void tb_cell_add_run(tb_cell_t *c, const tb_kv_t *kv) {
                                          "entries_before", "entries_child", "entries_after"};
   for (int i = 0; i < TB_FORK_FIGS; i++)
     c->fork_fig[i][c->nruns] = tb_kv_num(kv, fk[i], &v) == 0 && v >= 0 ? v : NAN;
+  c->cpu_rate[c->nruns] = tb_kv_num(kv, "ops_per_cpu_s", &v) == 0 && v > 0 ? v : NAN;
   c->nruns++;
   double *dst[] = {&c->hot_entries, &c->hot_floor, &c->hot_pages_4k, &c->hot_bytes};
   const char *keys[] = {"hot_entries", "hot_floor", "hot_pages_4k", "hot_bytes"};
@@ -262,6 +263,67 @@ void tb_write_fork(FILE *f, const tb_cell_t *cells, size_t n) {
              "Medians of the runs.\n");
 }
 
+/* A run's throughput: memory operations per CPU second where reported, else ops per second. */
+static double run_rate(const tb_cell_t *c, int r) {
+  return c->cpu_rate[r] > 0 ? c->cpu_rate[r] : tb_ratio(1e9, c->ns[r]);
+}
+
+void tb_write_runs(FILE *f, const tb_cell_t *cells, size_t n, const char *workloads) {
+  int any = 0;
+  for (size_t i = 0; i < n; i++) any |= cells[i].nruns > 0 && tb_csv_has(workloads, cells[i].w->name);
+  if (!any) return;
+  fprintf(f, "\n### Each run: throughput and peak memory\n\n"
+             "| workload | allocator | throughput | each run | median | x je | peak RSS + hugetlb MiB, each run "
+             "| median | x je |\n"
+             "|---|---|---|---|---:|---:|---|---:|---:|\n");
+  for (size_t i = 0; i < n; i++) {
+    const tb_cell_t *c = &cells[i];
+    if (c->nruns == 0 || !tb_csv_has(workloads, c->w->name)) continue;
+    const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc");
+    double rate[TB_MAX_RUNS], je_rate[TB_MAX_RUNS];
+    int cpu = 0;
+    for (int r = 0; r < c->nruns; r++) rate[r] = run_rate(c, r), cpu |= c->cpu_rate[r] > 0;
+    for (int r = 0; je && r < je->nruns; r++) je_rate[r] = run_rate(je, r);
+    double med = tb_median(rate, (size_t)c->nruns);
+    double je_med = je && je->nruns ? tb_median(je_rate, (size_t)je->nruns) : NAN;
+    /* one scale per workload, from its largest median: "10.68" M memory ops, "213.4" k queries */
+    double top = 0;
+    for (size_t j = 0; j < n; j++) {
+      if (cells[j].w != c->w || cells[j].nruns == 0) continue;
+      double v[TB_MAX_RUNS];
+      for (int r = 0; r < cells[j].nruns; r++) v[r] = run_rate(&cells[j], r);
+      double m = tb_median(v, (size_t)cells[j].nruns);
+      if (m > top) top = m;
+    }
+    double scale = top >= 1e6 ? 1e6 : top >= 1e4 ? 1e3 : 1;
+    int dec = scale == 1e6 ? 2 : 1;
+    char unit[96], runs[400] = "", mem[400] = "", b[4][32], label[160];
+    snprintf(unit, sizeof unit, "%s%s", scale == 1e6 ? "M " : scale == 1e3 ? "k " : "",
+             cpu ? "memory ops / CPU s" : c->w->unit ? c->w->unit : "op");
+    if (!cpu) snprintf(unit + strlen(unit), sizeof unit - strlen(unit), "%s", " / s");
+    for (int r = 0, l = 0, m = 0; r < c->nruns; r++) {
+      if (l < (int)sizeof runs)
+        l += snprintf(runs + l, sizeof runs - (size_t)l, "%s%s", r ? ", " : "", tb_fmt(b[0], 32, rate[r] / scale, dec));
+      if (m < (int)sizeof mem)
+        m += snprintf(mem + m, sizeof mem - (size_t)m, "%s%s", r ? ", " : "", tb_fmt(b[0], 32, c->rss_kb[r] / 1024, 1));
+    }
+    if (c->failures) {
+      size_t l = strlen(runs);
+      snprintf(runs + l, sizeof runs - l, " (%d failed)", c->failures);
+    }
+    tb_alloc_label(c, label, sizeof label);
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->w->name, label, unit, runs,
+            tb_fmt(b[0], 32, med / scale, dec), tb_fmt(b[1], 32, tb_ratio(med, je_med), 2), mem,
+            tb_fmt(b[2], 32, c->rss_med / 1024, 1), tb_fmt(b[3], 32, je ? tb_ratio(c->rss_med, je->rss_med) : NAN, 2));
+  }
+  fprintf(f, "\nEvery good run, in the order they ran (runs are interleaved across allocators). Throughput: "
+             "memory operations (each malloc and each free) per second of the process's CPU time (user + sys, "
+             "getrusage) where the workload counts them, else the workload's ops per second of its timed phase; "
+             "x je is the median over jemalloc's (above 1: more per second). Memory: peak RSS (VmHWM) + hugetlb "
+             "pages of the process that holds the data (the program itself for a real program); x je is the median "
+             "over jemalloc's (above 1: more memory).\n");
+}
+
 void tb_write_machine(FILE *f) {
   char model[256] = "unknown CPU", line[512];
   FILE *c = fopen("/proc/cpuinfo", "r");
@@ -321,6 +383,7 @@ void tb_write_markdown(FILE *f, const tb_cell_t *cells, size_t n) {
   }
   tb_write_resident(f, cells, n);
   tb_write_fork(f, cells, n);
+  tb_write_runs(f, cells, n, tb_per_run_workloads);
   /* a workload around a program that links its own malloc: say what its rows measure, once */
   for (size_t i = 0; i < n; i++) {
     const tb_workload_t *w = cells[i].w;
@@ -400,7 +463,9 @@ void tb_write_targets(FILE *f, const tb_cell_t *cells, size_t n) {
         if (!strcmp(cells[j].w->name, "chase") && cells[j].a == c->a) cold = &cells[j];
       target(f, "ns per step with warming / without (tlbpack)", wl, cold ? tb_ratio(c->ns_med, cold->ns_med) : NAN, 0.999, 0);
     }
-    target(f, "wall time, tlbpack / jemalloc", wl, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 1.05, 0);
+    /* ns_per_op is CPU time where the workload counts CPU time (churn-sizes-mt) */
+    target(f, c->nruns && c->cpu_rate[0] > 0 ? "CPU time per memory op, tlbpack / jemalloc" : "wall time, tlbpack / jemalloc",
+           wl, je ? tb_ratio(c->ns_med, je->ns_med) : NAN, 1.05, 0);
     target(f, "peak RSS, tlbpack / jemalloc", wl, je ? tb_ratio(c->rss_med, je->rss_med) : NAN, 1.2, 0);
   }
   if (!any) fprintf(f, "- [n/a] no tlbpack cell ran (libtlbpack.so missing or not selected): no target can be checked\n");

@@ -131,6 +131,13 @@ const tb_workload_t tb_workloads[] = {
     "--mode churn --ops 5000000 --keep 4096"}, 0, 0,
    "two threads replacing random entries of one shared table, 16-1024 B: about half the frees cross threads",
    NULL, "no trace: time and memory", NULL, 0, NULL, NULL, NULL, {0}},
+  {"churn-sizes-mt", "wl_costs",
+   {"--mode mixed --ops 5 --keep 1000", "--mode mixed --ops 500 --keep 1000", "--mode mixed --ops 500 --keep 1000"}, 0, 0,
+   "two threads, each looping: an array of 1000 blocks of 8-16000 B (uniform, first 64 B written), 100 random "
+   "replacements, all but the first 100 freed, the array handed to the other thread, which frees it and its 100 "
+   "blocks (cross-thread frees). ns per malloc or free of the process's CPU time (user + sys), not wall time; "
+   "the per-run table: memory operations per CPU second and peak RSS + hugetlb of each run",
+   NULL, "no trace: time and memory", NULL, 0, NULL, NULL, NULL, {0}},
   {"batches-mt", "wl_costs",
    {"--mode batches --ops 20480", "--mode batches --ops 2000000", "--mode batches --ops 10000000"}, 0, 0,
    "xmalloc-test's shape: two threads each allocate batches of 64 blocks of 8-128 B and free the other's batches, handed over through a shared stack (ns per malloc+free per thread)",
@@ -195,6 +202,13 @@ const tb_workload_t tb_workloads[] = {
    "the sqlite3 shell on a database file (demo 150 k rows, ~30 MB; full 500 k) held in its page cache: "
    "random point queries by rowid and through an index",
    "sqlite3", "no trace: sqlite3's memory accesses are not recorded", NULL, 3, "query", NULL, NULL, {0}},
+  {"sqlite-py", "wl_sqlitedb",
+   {"--via python3 --rows 2000 --queries 20000", "--via python3 --rows 150000 --queries 200000",
+    "--via python3 --rows 2600000 --queries 500000"}, 0, 0,
+   "python3's sqlite3 module (SQLite embedded in a program, not the shell) on the same database file "
+   "(demo 150 k rows, ~30 MB; full 2.6 M, ~500 MB) held in its page cache: random point queries by rowid "
+   "and through the index, one Python call each",
+   "python3", "no trace: python3's memory accesses are not recorded", NULL, 3, "query", NULL, NULL, {0}},
   /* SQLite linked into the driver (not the shell): traced under lackey, minutes per cell, so
    * not in the demo. 1 GB of pages in the cache at full scale. */
   {.name = "sqlite-lib", .prog = "wl_sqlitelib",
@@ -252,6 +266,10 @@ const tb_workload_t tb_workloads[] = {
    .unit = "lookup", .allocs = "tlbpack-1g,tlbpack-2m,jemalloc", .gpool = {1, 2, 5}},
 };
 const size_t tb_nworkloads = sizeof tb_workloads / sizeof tb_workloads[0];
+
+/* Rows whose medians hide what matters: each run's throughput and peak memory side by side
+ * (summary.md, tb_write_runs). */
+const char *const tb_per_run_workloads = "churn-sizes-mt,sqlite-py";
 
 const tb_alloc_t *tb_alloc_find(const char *name) {
   for (size_t i = 0; i < tb_nallocs; i++)

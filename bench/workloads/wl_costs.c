@@ -43,6 +43,20 @@
  *                 table, whose block it takes instead (atomic exchanges). Memory: what two
  *                 threads' mixed sizes hold when blocks move between them. ns per free+malloc
  *                 (and the writes), per thread.
+ * --mode mixed   random-size blocks, a part of them handed between two threads: each of two
+ *                 threads, --ops loops, allocates an array of --keep pointers and --keep
+ *                 blocks of 8-16000 B (uniform; the first 64 bytes written), frees a random one
+ *                 and allocates another in its place 100 times, frees all but the first tenth,
+ *                 and hands the array with that tenth still live to the other thread (an atomic
+ *                 exchange into the other's mailbox); then it frees the blocks and the array of
+ *                 what it takes out of its own mailbox, which the other thread allocated
+ *                 (cross-thread frees). An array of its own still in the other's mailbox (the
+ *                 other thread has not taken it yet) comes back in the exchange and is freed
+ *                 here. Every malloc and free is a memory operation; ns per memory operation
+ *                 of the process's CPU time (getrusage: user + sys of both threads), not wall
+ *                 time: time a thread spends descheduled on a shared machine is not the
+ *                 allocator's. Also reported: ops_per_cpu_s, the wall time per op, and how many
+ *                 arrays crossed threads and how many came back to their own thread.
  * --mode medium   one thread keeps --keep buffers of 64 KiB-1 MiB (a codec's or a parser's
  *                 buffers), frees a random one and allocates another, writing its first and last
  *                 bytes: the allocator's path for blocks between its small classes and whole
@@ -285,6 +299,7 @@ static long pss_kb(pid_t pid) {
   return pss + priv + shared / 2;
 }
 
+static double mix_cpu_s = -1; /* --mode mixed: CPU seconds of the two threads' phase */
 static unsigned long settle_ms = 300;
 static long fork_entries[3] = {-1, -1, -1}, fork_mem_kb = -1;
 static double fork_first_ns = -1, fork_later_ns[64];
@@ -447,6 +462,58 @@ static void *churn(void *arg) {
   return NULL;
 }
 
+/* --mode mixed: each thread's mailbox, where the other thread leaves an array (atomic exchanges) */
+static void **mix_box[2];
+enum { MIX_REPLACE = 100, MIX_MIN = 8, MIX_MAX = 16000, MIX_WRITE = 64 };
+static unsigned long mix_ops, mix_crossed, mix_returned; /* summed by the threads (atomic adds) */
+
+static char *mix_block(uint64_t *s, int c) {
+  size_t n = wl_rand_range(s, MIX_MIN, MIX_MAX);
+  char *p = malloc(n);
+  if (!p) wl_die("out of memory (a block of %zu bytes)", n);
+  memset(p, c, n < MIX_WRITE ? n : MIX_WRITE);
+  return p;
+}
+
+/* Frees a handed-over array: its first tenth of blocks (still live) and the array itself.
+ * Returns the memory operations that took. */
+static unsigned long mix_free_array(void **a) {
+  unsigned long pass = n_keep / 10;
+  for (unsigned long i = 0; i < pass; i++) free(a[i]);
+  free(a);
+  return pass + 1;
+}
+
+static void *mixed(void *arg) {
+  long me = (long)(uintptr_t)arg;
+  uint64_t s = wl_seed + (uint64_t)me * 6700417;
+  unsigned long ops = 0, crossed = 0, returned = 0, pass = n_keep / 10;
+  go_wait();
+  for (unsigned long l = 0; l < n_ops; l++) {
+    void **b = malloc(n_keep * sizeof *b);
+    if (!b) wl_die("out of memory at loop %lu", l);
+    for (unsigned long i = 0; i < n_keep; i++) b[i] = mix_block(&s, (int)i);
+    for (int r = 0; r < MIX_REPLACE; r++) {
+      size_t k = wl_rand(&s) % n_keep;
+      free(b[k]);
+      b[k] = mix_block(&s, r);
+    }
+    /* The data's peak is here, in every loop: noted in the last one only (a read of
+     * /proc/self/status each loop would be CPU time the row counts). */
+    if (l + 1 == n_ops) wl_note_peak();
+    for (unsigned long i = pass; i < n_keep; i++) free(b[i]);
+    ops += 1 + n_keep + 2 * MIX_REPLACE + (n_keep - pass);
+    void **back = __atomic_exchange_n(&mix_box[1 - me], b, __ATOMIC_ACQ_REL);
+    if (back) ops += mix_free_array(back), returned++; /* ours: the other thread had not taken it */
+    void **got = __atomic_exchange_n(&mix_box[me], NULL, __ATOMIC_ACQ_REL);
+    if (got) ops += mix_free_array(got), crossed++;    /* the other thread's: cross-thread frees */
+  }
+  __atomic_fetch_add(&mix_ops, ops, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&mix_crossed, crossed, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&mix_returned, returned, __ATOMIC_RELAXED);
+  return NULL;
+}
+
 enum { BATCH = 64 };
 typedef struct batch {
   struct batch *next;
@@ -539,6 +606,10 @@ static double run_two(void *(*fn)(void *)) {
     free_batch(b);
   }
   batch_top = NULL;
+  for (int t = 0; t < 2; t++) { /* mixed: the arrays left in the mailboxes */
+    void **a = __atomic_exchange_n(&mix_box[t], NULL, __ATOMIC_ACQ_REL);
+    if (a) mix_ops += mix_free_array(a);
+  }
   return ns;
 }
 
@@ -595,11 +666,18 @@ static double run_startup(void) {
   return ns;
 }
 
+/* CPU time of the whole process (every thread, those that have exited included), seconds. */
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 int main(int argc, char **argv) {
   const wl_flag_t flags[] = {
-    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers, fork or startup", 's', &mode},
-    {"ops", "operations (per thread in the two-thread modes; runs for startup)", 'u', &n_ops},
-    {"keep", "blocks kept live (per site; per thread; in the shared table)", 'u', &n_keep},
+    {"mode", "sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, mixed, medium, partial, buffers, fork or startup", 's', &mode},
+    {"ops", "operations (per thread in the two-thread modes; loops per thread for mixed; runs for startup)", 'u', &n_ops},
+    {"keep", "blocks kept live (per site; per thread; in the shared table; per array for mixed)", 'u', &n_keep},
     {"settle-ms", "--mode fork: ms of record replacing after the last child, before the entries are read", 'u', &settle_ms},
     {"label", "the workload name on the RESULT line (default: from --mode)", 's', &label},
     {"prog", "startup: the command, argv words split on ',' ('_' = a space)", 's', &prog},
@@ -624,6 +702,12 @@ int main(int argc, char **argv) {
   }
   else if (!strcmp(mode, "bursts")) ns = run_two(bursts), name = "bursts-mt", op = "malloc+free";
   else if (!strcmp(mode, "handover")) ns = run_two(handover), name = "handover-mt", op = "free+malloc+write";
+  else if (!strcmp(mode, "mixed")) {
+    if (n_keep < 10) wl_die("--mode mixed: --keep must be at least 10 (a tenth of each array is handed over)");
+    mix_cpu_s = cpu_s();
+    ns = run_two(mixed), name = "churn-sizes-mt", op = "malloc_or_free_cpu";
+    mix_cpu_s = cpu_s() - mix_cpu_s;
+  }
   else if (!strcmp(mode, "medium")) ns = run_medium(), name = "medium", op = "free+malloc";
   else if (!strcmp(mode, "partial")) ns = run_partial(), name = "partial", op = "free+malloc+write_a_tenth";
   else if (!strcmp(mode, "buffers")) {
@@ -632,11 +716,17 @@ int main(int argc, char **argv) {
   }
   else if (!strcmp(mode, "fork")) ns = run_fork(), name = "fork", op = "fork+writes+wait";
   else if (!strcmp(mode, "startup")) ns = run_startup(), name = "startup", op = "run";
-  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, medium, partial, buffers, fork or startup, got '%s'", mode);
+  else wl_die("--mode must be sites, threads, sizes, glibc, scratch, churn, batches, bursts, handover, mixed, medium, partial, buffers, fork or startup, got '%s'", mode);
   if (label) name = label;
   wl_smaps_copy();
-  char extra[400];
-  size_t l = (size_t)snprintf(extra, sizeof extra, "ns_per_op=%.2f op=%s ops=%lu keep=%lu", ns / (double)n_ops, op, n_ops, n_keep);
+  char extra[600];
+  double per_op = ns / (double)n_ops;
+  if (mix_cpu_s >= 0) per_op = mix_cpu_s * 1e9 / (double)mix_ops; /* CPU ns per malloc or free */
+  size_t l = (size_t)snprintf(extra, sizeof extra, "ns_per_op=%.2f op=%s ops=%lu keep=%lu", per_op, op, n_ops, n_keep);
+  if (mix_cpu_s >= 0 && l < sizeof extra)
+    l += (size_t)snprintf(extra + l, sizeof extra - l,
+                          " ops_per_cpu_s=%.0f mem_ops=%lu cpu_s=%.4f wall_ns_per_op=%.2f arrays_crossed=%lu arrays_returned=%lu",
+                          (double)mix_ops / mix_cpu_s, mix_ops, mix_cpu_s, ns / (double)mix_ops, mix_crossed, mix_returned);
   if (fork_first_ns >= 0 && l < sizeof extra) {
     qsort(fork_later_ns, fork_nlater, sizeof *fork_later_ns, cmp_double);
     double later = fork_nlater ? fork_later_ns[fork_nlater / 2] : -1;

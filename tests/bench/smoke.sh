@@ -41,14 +41,19 @@ grep -q "simulator columns" "$out/res2/summary.md" || fail "missing tlbsim not l
 grep -q '^chase,glibc,' "$out/res2/summary.csv" || fail "timed cell dropped without tlbsim"
 # the cost workloads run under every allocator they are given (two threads; malloc + 1000
 # writes + free per round for scratch-mt), each run's status 0 and a time
-"$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads threads-sizes,threads-glibc,scratch-mt,batches-mt,bursts-mt,handover-mt,medium,partial,buffers,fork --allocators jemalloc,tlbpack \
+"$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads threads-sizes,threads-glibc,scratch-mt,churn-sizes-mt,batches-mt,bursts-mt,handover-mt,medium,partial,buffers,fork --allocators jemalloc,tlbpack \
   --out "$out/res4" >/dev/null 2>"$out/err" || fail "tlbbench (cost workloads) exited $?"
-for w in threads-sizes threads-glibc scratch-mt batches-mt bursts-mt handover-mt medium partial buffers fork; do
+for w in threads-sizes threads-glibc scratch-mt churn-sizes-mt batches-mt bursts-mt handover-mt medium partial buffers fork; do
   for a in jemalloc tlbpack; do
     awk -F, -v w=$w -v a=$a '$1==w && $2==a && $4==0 && $6+0 > 0 { ok = 1 } END { exit !ok }' "$out/res4/runs.csv" \
       || fail "no successful $w x $a run with a time in runs.csv"
   done
 done
+# churn-sizes-mt counts its memory operations per CPU second: each run in the per-run table
+grep -q '^churn-sizes-mt,tlbpack,.* ops_per_cpu_s=[1-9][0-9]* mem_ops=22020 ' "$out/res4/runs.csv" \
+  || fail "churn-sizes-mt x tlbpack: no ops_per_cpu_s, or not 22020 memory ops (5 loops x 2 threads x 2202)"
+grep -q '^| churn-sizes-mt | jemalloc | [kM]* *memory ops / CPU s | [0-9.]* | [0-9.]* | 1.00 | [0-9.]* | [0-9.]* | 1.00 |$' "$out/res4/summary.md" \
+  || fail "no churn-sizes-mt row in the per-run table of summary.md"
 # programs run whole (perl, sqlite3, xz, sort, awk and gcc are on every machine that runs make
 # test): a time and a memory figure per run, and the programs' geomeans judged in the targets
 "$build/tlbbench" --scale tiny --runs 1 --no-sim --workloads prog-perl,prog-sqlite,prog-xz,prog-sort,prog-awk,prog-cc1 \

@@ -126,6 +126,51 @@ Test(markdown, has_one_table_row_per_cell) {
   free(s);
 }
 
+/* The per-run table: a workload that counts CPU time (ops_per_cpu_s) and one that does not
+ * (throughput from ns_per_op), two runs each under jemalloc and tlbpack. */
+static tb_workload_t wl_cpu = {.name = "churn-sizes-mt"}, wl_q = {.name = "sqlite-py", .unit = "query"};
+static tb_cell_t rcells[5];
+static void run_line(tb_cell_t *c, const char *line) {
+  tb_kv_t kv;
+  const char *why;
+  cr_assert_eq(tb_parse_result(line, &kv, &why), 0, "%s", why);
+  tb_cell_add_run(c, &kv);
+}
+static void rfill(void) {
+  tb_cell_init(&rcells[0], &wl_cpu, &je);
+  tb_cell_init(&rcells[1], &wl_cpu, &tp);
+  tb_cell_init(&rcells[2], &wl_q, &je);
+  tb_cell_init(&rcells[3], &wl_q, &tp);
+  tb_cell_init(&rcells[4], &wl, &tp); /* records: not listed, not shown */
+  run_line(&rcells[0], "RESULT workload=churn-sizes-mt ns_per_op=250 ops_per_cpu_s=4000000 peak_rss_kb=20480 hugetlb_kb=0");
+  run_line(&rcells[0], "RESULT workload=churn-sizes-mt ns_per_op=200 ops_per_cpu_s=5000000 peak_rss_kb=18432 hugetlb_kb=0");
+  run_line(&rcells[1], "RESULT workload=churn-sizes-mt ns_per_op=100 ops_per_cpu_s=10000000 peak_rss_kb=10240 hugetlb_kb=20480");
+  run_line(&rcells[1], "RESULT workload=churn-sizes-mt ns_per_op=125 ops_per_cpu_s=8000000 peak_rss_kb=12288 hugetlb_kb=20480");
+  rcells[1].failures = 1;
+  run_line(&rcells[2], "RESULT workload=sqlite-py ns_per_op=5000 peak_rss_kb=102400 hugetlb_kb=0");
+  run_line(&rcells[2], "RESULT workload=sqlite-py ns_per_op=4000 peak_rss_kb=104448 hugetlb_kb=0");
+  run_line(&rcells[3], "RESULT workload=sqlite-py ns_per_op=2500 peak_rss_kb=2048 hugetlb_kb=98304");
+  run_line(&rcells[3], "RESULT workload=sqlite-py ns_per_op=4000 peak_rss_kb=2048 hugetlb_kb=100352");
+  run_line(&rcells[4], "RESULT workload=records ns_per_op=90 peak_rss_kb=1000 hugetlb_kb=0");
+  tb_summarize(rcells, 5);
+}
+static void runs_table(FILE *f, void *arg) { tb_write_runs(f, rcells, 5, arg); }
+Test(runs_table, shows_every_run_with_medians_and_ratios_to_jemalloc) {
+  rfill();
+  char *s = capture(runs_table, "churn-sizes-mt,sqlite-py");
+  /* CPU rates in millions: medians 4.5 and 9.0 (x je 2.00); memory 20 / 18 MiB and 30 / 32 MiB */
+  cr_assert(strstr(s, "| churn-sizes-mt | jemalloc | M memory ops / CPU s | 4.00, 5.00 | 4.50 | 1.00 | 20.0, 18.0 | 19.0 | 1.00 |"), "%s", s);
+  cr_assert(strstr(s, "| churn-sizes-mt | tlbpack | M memory ops / CPU s | 10.00, 8.00 (1 failed) | 9.00 | 2.00 | 30.0, 32.0 | 31.0 | 1.63 |"), "%s", s);
+  /* queries per second from ns_per_op: 200 k and 250 k for jemalloc, 400 k and 250 k for tlbpack */
+  cr_assert(strstr(s, "| sqlite-py | jemalloc | k query / s | 200.0, 250.0 | 225.0 | 1.00 | 100.0, 102.0 | 101.0 | 1.00 |"), "%s", s);
+  cr_assert(strstr(s, "| sqlite-py | tlbpack | k query / s | 400.0, 250.0 | 325.0 | 1.44 | 98.0, 100.0 | 99.0 | 0.98 |"), "%s", s);
+  cr_assert_null(strstr(s, "| records |"), "a workload not listed is left out: %s", s);
+  free(s);
+  s = capture(runs_table, "records-big");
+  cr_assert_str_eq(s, "", "nothing when no listed workload ran");
+  free(s);
+}
+
 static void targets(FILE *f, void *arg) { tb_write_targets(f, cells, 3); }
 Test(targets, are_judged_against_jemalloc_and_jemalloc_thp) {
   fill();

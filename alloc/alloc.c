@@ -90,119 +90,21 @@ static inline void *tbin_pop_under(tp_tbin_t *b, tp_entry_t *top) {
   return mark_live(e, b);
 }
 
-/* How many blocks a bin's refill asks for (half its class's cap). */
-static inline unsigned refill_want(unsigned c) {
-  unsigned cap = _tp_classes[c].tcache_cap;
-  return cap / 2 ? cap / 2 : 1;
-}
-
 static void *enomem(void) {
   errno = ENOMEM;
   return NULL;
 }
 
 /* ---- groups of the calling site ------------------------------------------------------ */
-/* Site adoption (see tp_group_s): called when group g's cache for class c is empty. Returns the
- * group to allocate from: g, or the idle site group g has joined. */
-static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
-  tp_group_t *grp = _tp_groups[g];
-  unsigned a = atomic_load_explicit(&grp->alias, memory_order_relaxed);
-  if (a == 0 && grp->site != 0) {
-    unsigned h = tc->last_free_g[c];
-    tp_group_t *hg = _tp_groups[h];
-    tp_tbin_t *hb = tc->groups[h]->bins[c];
-    uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-    int donor = 0;
-    /* Not itself: its own counters, which every thread refilling here writes, are not read. */
-    if (hg != NULL && h != g) {
-      unsigned cached = _tp_tbin_count(hb), cap = _tp_classes[c].tcache_cap;
-      uint64_t since = now - atomic_load(&hg->last_refill);
-      /* Its lanes' counts (lines its refills write) only where they can decide: an idle donor
-       * whose blocks are not in this thread's cache. */
-      size_t free_bytes = since > TP_IDLE_REFILLS && cached < cap / 2 ? _tp_bin_total(hg, c, 0) * _tp_classes[c].size : 0;
-      donor = _tp_policy_adopt_donor(hg->site != 0, atomic_load(&hg->alias) != 0, cached, cap, free_bytes,
-                                     atomic_load(&hg->slab_bytes), _tp_opt.exclusive_bytes, since);
-    }
-    if (!donor) {
-      /* Written only when it changes: the line holds gen and idle, which every free of this
-       * group's blocks by another thread reads. */
-      if (atomic_load_explicit(&grp->votes, memory_order_relaxed) != 0)
-        atomic_store_explicit(&grp->votes, 0, memory_order_relaxed);
-    } else if (atomic_exchange(&grp->vote_for, (uint16_t)h) != h) {
-      atomic_store_explicit(&grp->votes, 1, memory_order_relaxed);
-    } else if (atomic_fetch_add(&grp->votes, 1) + 1 >= TP_ADOPT_VOTES) {
-      uint16_t zero16 = 0;
-      if (atomic_compare_exchange_strong(&grp->alias, &zero16, (uint16_t)h) && _tp_opt.verbose)
-        _tp_message("site group %u (%s) joins idle group %u (%s)", g, grp->name, h, hg->name);
-      a = atomic_load(&grp->alias);
-    }
-  }
-  return a ? a : g;
-}
-
-/* The group a malloc of `size` at site ra allocates from, on the generic path. Under
- * group:site a site starts young, on the shared group's slabs, and gets a group of its own
- * once its refills show it keeps memory (group.c); a grown site group may join an idle one
- * (adopt). The site cache then points at the group's bins, so the next call hits. */
-static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, int *route) {
-  unsigned g, base = TP_MIXED_NO_BASE; /* base: the site's own group when a refill borrows */
-  uintptr_t key = ra;
-  unsigned c = size <= TP_SMALL_MAX ? _tp_class_of(size ? size : 1) : TP_NCLASSES;
-  if (tc->mode != TP_GROUP_SITE) {
-    g = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP; /* every slot: g */
-  } else {
-    int young = 0;
-    /* Behind a wrapper the key is site + class: each class has its own group (group.c). */
-    if (c < TP_NCLASSES) key = _tp_site_key(ra, c);
-    g = _tp_site_group(key, &young);
-    const tp_tbin_t *hb = c < TP_NCLASSES ? tc->groups[g]->bins[c] : NULL;
-    if (hb != NULL && _tp_tbin_count(hb) == 0) { /* about to refill */
-      if (young) {
-        if (_tp_policy_slow_refill_counts(hb->nalloc, _tp_classes[c].size, refill_want(c)))
-          g = _tp_site_refill(key, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
-                                       _tp_classes[c].size);
-      } else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
-        /* The own group's lane this thread fills from: the other lane's counters are the
-         * other side's threads' to write (read here, they would cost each refill a cache
-         * miss). */
-        const tp_group_t *sh = _tp_groups[TP_SHARED_GROUP];
-        const tp_lane_t *own = &_tp_groups[g]->lanes[tc->side][c];
-        if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), refill_want(c), _tp_bin_total(sh, c, 0),
-                                     _tp_bin_total(sh, c, 1), _tp_classes[c].nobj))
-          base = g, g = TP_SHARED_GROUP;
-      }
-    }
-  }
-  /* A block of a few slots of a site that writes little of them: from the group on 4 KiB
-   * pages, its sample a medium run (policy.c, _tp_policy_slab_block_route). */
-  if (route != NULL) { /* NULL: an aligned block, never routed */
-    *route = _tp_policy_slab_block_sampled(size) ? _tp_run_site_route(ra, size) : TP_ROUTE_SLAB;
-    unsigned g4 = *route == TP_ROUTE_4K ? _tp_group_4k() : TP_SHARED_GROUP;
-    if (g4 != TP_SHARED_GROUP) {
-      if (size > TP_FAST_BIG) return g4; /* no bin by size: the slot stays as it is */
-      if (key == ra) base = base != TP_MIXED_NO_BASE ? base : g;
-      g = g4;
-    }
-  }
-  /* The slot serves the site's next calls. A split site's slot points at the thread's mixed
-   * bins for it: by size, the bins of each class's own group, so the malloc hit stays the same
-   * few instructions; a larger size there (no class key) leaves it alone. A whole site's slot
-   * points at its group's bins after any size, or its next small call would miss; once one of
-   * its classes borrows the shared group's slabs, at mixed bins too, its own group's for the
-   * other classes. Pointed at the shared group's bins whole, the slot would swing back at the
-   * next call of another class, whose own bin there is empty, and again at the borrowed class's
-   * next call: a miss each time, reading both lanes' counters of the shared group, which other
-   * threads write. */
-  if (size <= TP_FAST_BIG || (tc->mode == TP_GROUP_SITE && key == ra && !_tp_site_is_split(ra))) {
-    tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
-    if (key != ra)
-      st->bins = _tp_tcache_mixed(tc, ra, TP_MIXED_NO_BASE, g, c);
-    else if (base != TP_MIXED_NO_BASE || (st->ra == ra && _tp_tcache_is_mixed(tc, ra, st->bins)))
-      st->bins = _tp_tcache_mixed(tc, ra, base, g, c); /* already mixed: only class c changes */
-    else
-      st->bins = _tp_tgroup_fast(tc, g);
-    st->ra = ra;
-  }
+/* The group a malloc of `size` (class c; TP_NCLASSES past the slab classes) at site ra
+ * allocates from, on the generic path: the Groups layer chooses it (group.c, _tp_group_for),
+ * and the thread's site cache then points at its bins (tcache.h, _tp_tcache_point_site), so
+ * the site's next call hits. */
+static unsigned group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, unsigned c, int *route) {
+  uintptr_t key;
+  unsigned base;
+  unsigned g = _tp_group_for(tc, ra, size, c, route, &key, &base);
+  if (base != TP_GROUP_KEEP_SLOT) _tp_tcache_point_site(tc, ra, key, base, g, c, size);
   return g;
 }
 
@@ -212,35 +114,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
   const tp_tbin_t *from = b; /* the tag of the block handed out */
   tp_entry_t e;
   if (b != NULL) {
-    if (b->top == b->lo) {
-      unsigned cap = _tp_classes[c].tcache_cap, want = refill_want(c);
-      /* The group's last refill, to within 8 refills: threads refilling from one group do not
-       * write its line at every refill. */
-      uint64_t now;
-      if (++tc->refills >= TP_CLOCK_BATCH) {
-        now = atomic_fetch_add_explicit(&_tp_refill_clock, tc->refills, memory_order_relaxed) + tc->refills;
-        tc->refills = 0;
-        _tp_bin_sweep(tc); /* a group's empty slabs kept for classes no longer in use */
-        _tp_heap_after_fork(); /* hpages a fork's copy-on-write split, collapsed again (fork.c) */
-      } else {
-        now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
-      }
-      tp_tgroup_t *tg = tc->groups[g];
-      if (now - tg->refill_mark >= 8) {
-        atomic_store_explicit(&_tp_groups[g]->last_refill, now, memory_order_relaxed);
-        tg->refill_mark = now;
-      }
-      /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
-       * otherwise share lines across threads; just what is wanted for the larger ones; a
-       * bin's first blocks a few at a time (policy.c). */
-      int slow = _tp_policy_slow_start(b->nalloc, _tp_classes[c].size, &want);
-      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow, b);
-      if (n == 0) return enomem(); /* the batch comes highest address first: popped in order */
-      b->top = b->lo + n;
-      b->low = b->lo; /* it ran empty: nothing to trim */
-      b->out += n;
-      b->fill_mark = b->nalloc;
-    }
+    if (b->top == b->lo && _tp_tcache_refill(tc, b, g, c) == 0) return enomem();
     e = *--b->top;
     b->nalloc++;
     /* A pop below the low mark (tcache.c, the trim) moves it down a quarter of the bin: a bin
@@ -252,7 +126,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
     if (_tp_class_trimmed(_tp_classes[c].size)) _tp_tcache_trim_tick(tc);
   } else {
     from = &_tp_tbin_empty; /* no bin: the block is tagged with the empty one's address */
-    if (_tp_bin_fill(_tp_groups[g], c, &e, 1, 1, 0, from) == 0) return enomem();
+    if (_tp_tcache_take_one(g, c, &e) == 0) return enomem();
     count_alloc(tc, _tp_classes[c].size);
   }
   void *p = mark_live(e, from);
@@ -293,8 +167,9 @@ static void *alloc_large(tp_tcache_t *tc, unsigned g, size_t size, size_t align,
   return one_block(tc, s, size, zero);
 }
 
-void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) {
-  tp_tcache_t *tc = tcache_get();
+/* A block of `size` in group g for thread tc; c is the class of size (1 for 0; TP_NCLASSES past
+ * the slab classes), the one class the request's size becomes. */
+static void *alloc_in(tp_tcache_t *tc, size_t size, size_t align, unsigned g, int zero, uintptr_t site, unsigned c) {
   if (TP_UNLIKELY(size > (size_t)PTRDIFF_MAX)) return enomem();
   size_t req = size ? size : 1;
   tp_group_t *grp = _tp_groups[g];
@@ -312,16 +187,24 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site)
     if (align <= TP_SLOT && req <= TP_SMALL_MAX) {
       size_t r = (req + align - 1) & ~(align - 1);
       if (r <= TP_SMALL_MAX) {
-        unsigned c = _tp_class_of(r);
-        if (_tp_classes[c].size % align == 0) return alloc_small(tc, g, c, size, zero);
+        unsigned ca = _tp_class_of(r); /* the aligned block's class: r's, not size's */
+        if (_tp_classes[ca].size % align == 0) return alloc_small(tc, g, ca, size, zero);
       }
     }
     if (align <= TP_RUN_ALIGN_MAX && req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, align, zero, site);
     return alloc_large(tc, g, req, align, zero, site);
   }
-  if (req <= TP_SMALL_MAX) return alloc_small(tc, g, _tp_class_of(req), size, zero);
+  if (req <= TP_SMALL_MAX) return alloc_small(tc, g, c, size, zero);
   if (req <= TP_MEDIUM_MAX) return alloc_medium(tc, g, req, 0, zero, site);
   return alloc_large(tc, g, req, TP_HPAGE, zero, site);
+}
+
+static inline unsigned class_of_request(size_t size) {
+  return size <= TP_SMALL_MAX ? _tp_class_of(size ? size : 1) : TP_NCLASSES;
+}
+
+void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site) {
+  return alloc_in(tcache_get(), size, align, g, zero, site, class_of_request(size));
 }
 
 /* ---- free ---------------------------------------------------------------------------- */
@@ -538,9 +421,10 @@ static TP_NOINLINE void *malloc_generic(size_t size, uintptr_t ra, int zero) {
   if (TP_UNLIKELY(_tp_os_discover_wanted == 1)) _tp_os_numa_check(); /* no lock held */
   tp_tcache_t *tc = tcache_get();
   int route;
-  unsigned g = group_for(tc, ra, size, &route);
+  unsigned c = class_of_request(size);
+  unsigned g = group_for(tc, ra, size, c, &route);
   if (route == TP_ROUTE_SAMPLE) return alloc_medium(tc, g, size, 0, zero, ra); /* measured on 4 KiB pages */
-  return _tp_alloc(size, 0, g, zero, ra);
+  return alloc_in(tc, size, 0, g, zero, ra, c);
 }
 
 /* The malloc hit: the site slot's bins (the static empty ones before the thread's first miss)
@@ -658,7 +542,8 @@ static inline void *aligned_ra(size_t alignment, size_t size, uintptr_t ra) {
     if (r <= TP_FAST_BIG && r != 0 && _tp_class_size(_tp_class_of(r)) % alignment == 0) return malloc_ra(r, ra);
   }
   tp_tcache_t *tc = tcache_get();
-  return _tp_alloc(size, alignment, group_for(tc, ra, size, NULL), 0, ra);
+  unsigned c = class_of_request(size);
+  return alloc_in(tc, size, alignment, group_for(tc, ra, size, c, NULL), 0, ra, c);
 }
 
 void *tp_aligned_alloc(size_t alignment, size_t size) {
@@ -702,7 +587,8 @@ int tp_posix_memalign(void **out, size_t alignment, size_t size) {
 void *tp_valloc(size_t size) {
   tp_tcache_t *tc = tcache_get();
   uintptr_t ra = RA();
-  return _tp_alloc(size, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
+  unsigned c = class_of_request(size);
+  return alloc_in(tc, size, TP_PAGE, group_for(tc, ra, size, c, NULL), 0, ra, c);
 }
 
 void *tp_pvalloc(size_t size) {
@@ -710,7 +596,8 @@ void *tp_pvalloc(size_t size) {
   if (r < size) return enomem();
   tp_tcache_t *tc = tcache_get();
   uintptr_t ra = RA();
-  return _tp_alloc(r ? r : TP_PAGE, TP_PAGE, group_for(tc, ra, size, NULL), 0, ra);
+  unsigned c = class_of_request(size);
+  return alloc_in(tc, r ? r : TP_PAGE, TP_PAGE, group_for(tc, ra, size, c, NULL), 0, ra, c); /* aligned: its class is r's */
 }
 
 size_t tp_malloc_usable_size(const void *p) { return p ? _tp_usable_size(p, NULL) : 0; }

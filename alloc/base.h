@@ -88,6 +88,11 @@ static inline int _tp_obj_start(uintptr_t off, uint64_t recip) { return (uint64_
 
 extern tp_class_t _tp_classes[TP_NCLASSES] TP_INTERNAL;
 void _tp_classes_init(void) TP_INTERNAL;
+/* How many blocks a refill of class c's bin asks for: half its class's cap. */
+static inline unsigned _tp_refill_want(unsigned c) {
+  unsigned cap = _tp_classes[c].tcache_cap;
+  return cap / 2 ? cap / 2 : 1;
+}
 
 #include "sitekey.h" /* _tp_class_of, site + class keys */
 

@@ -312,3 +312,93 @@ void _tp_groups_postfork(int child) {
   if (child) _tp_lock_reinit(&groups_lock);
   else _tp_unlock(&groups_lock);
 }
+
+/* ---- which group serves a request ---------------------------------------------------- */
+/* Site adoption (see tp_group_s): called when group g's cache for class c is empty. Returns the
+ * group to allocate from: g, or the idle site group g has joined. */
+static unsigned adopt(tp_tcache_t *tc, unsigned g, unsigned c) {
+  tp_group_t *grp = _tp_groups[g];
+  unsigned a = atomic_load_explicit(&grp->alias, memory_order_relaxed);
+  if (a == 0 && grp->site != 0) {
+    unsigned h = tc->last_free_g[c];
+    tp_group_t *hg = _tp_groups[h];
+    tp_tbin_t *hb = tc->groups[h]->bins[c];
+    uint64_t now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+    int donor = 0;
+    /* Not itself: its own counters, which every thread refilling here writes, are not read. */
+    if (hg != NULL && h != g) {
+      unsigned cached = _tp_tbin_count(hb), cap = _tp_classes[c].tcache_cap;
+      uint64_t since = now - atomic_load(&hg->last_refill);
+      /* Its lanes' counts (lines its refills write) only where they can decide: an idle donor
+       * whose blocks are not in this thread's cache. */
+      size_t free_bytes = since > TP_IDLE_REFILLS && cached < cap / 2 ? _tp_bin_total(hg, c, 0) * _tp_classes[c].size : 0;
+      donor = _tp_policy_adopt_donor(hg->site != 0, atomic_load(&hg->alias) != 0, cached, cap, free_bytes,
+                                     atomic_load(&hg->slab_bytes), _tp_opt.exclusive_bytes, since);
+    }
+    if (!donor) {
+      /* Written only when it changes: the line holds gen and idle, which every free of this
+       * group's blocks by another thread reads. */
+      if (atomic_load_explicit(&grp->votes, memory_order_relaxed) != 0)
+        atomic_store_explicit(&grp->votes, 0, memory_order_relaxed);
+    } else if (atomic_exchange(&grp->vote_for, (uint16_t)h) != h) {
+      atomic_store_explicit(&grp->votes, 1, memory_order_relaxed);
+    } else if (atomic_fetch_add(&grp->votes, 1) + 1 >= TP_ADOPT_VOTES) {
+      uint16_t zero16 = 0;
+      if (atomic_compare_exchange_strong(&grp->alias, &zero16, (uint16_t)h) && _tp_opt.verbose)
+        _tp_message("site group %u (%s) joins idle group %u (%s)", g, grp->name, h, hg->name);
+      a = atomic_load(&grp->alias);
+    }
+  }
+  return a ? a : g;
+}
+
+/* The group a malloc of `size` at site ra allocates from, on the generic path (group.h). Under
+ * group:site a site starts young, on the shared group's slabs, and gets a group of its own
+ * once its refills show it keeps memory; a grown site group may join an idle one (adopt). */
+unsigned _tp_group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, unsigned c, int *route, uintptr_t *key_out,
+                       unsigned *base_out) {
+  unsigned g, base = TP_MIXED_NO_BASE; /* base: the site's own group when a refill borrows */
+  uintptr_t key = ra;
+  if (tc->mode != TP_GROUP_SITE) {
+    g = tc->mode == TP_GROUP_THREAD ? tc->thread_group : TP_SHARED_GROUP; /* every slot: g */
+  } else {
+    int young = 0;
+    /* Behind a wrapper the key is site + class: each class has its own group. */
+    if (c < TP_NCLASSES) key = _tp_site_key(ra, c);
+    g = _tp_site_group(key, &young);
+    const tp_tbin_t *hb = c < TP_NCLASSES ? tc->groups[g]->bins[c] : NULL;
+    if (hb != NULL && _tp_tbin_count(hb) == 0) { /* about to refill */
+      if (young) {
+        if (_tp_policy_slow_refill_counts(hb->nalloc, _tp_classes[c].size, _tp_refill_want(c)))
+          g = _tp_site_refill(key, (size_t)(_tp_classes[c].tcache_cap ? _tp_classes[c].tcache_cap : 1) *
+                                       _tp_classes[c].size);
+      } else if ((g = adopt(tc, g, c)) != TP_SHARED_GROUP) {
+        /* The own group's lane this thread fills from: the other lane's counters are the
+         * other side's threads' to write (read here, they would cost each refill a cache
+         * miss). */
+        const tp_group_t *sh = _tp_groups[TP_SHARED_GROUP];
+        const tp_lane_t *own = &_tp_groups[g]->lanes[tc->side][c];
+        if (_tp_policy_borrow_shared(__atomic_load_n(&own->navail, __ATOMIC_RELAXED), _tp_refill_want(c), _tp_bin_total(sh, c, 0),
+                                     _tp_bin_total(sh, c, 1), _tp_classes[c].nobj))
+          base = g, g = TP_SHARED_GROUP;
+      }
+    }
+  }
+  *key_out = key;
+  /* A block of a few slots of a site that writes little of them: from the group on 4 KiB
+   * pages, its sample a medium run (policy.c, _tp_policy_slab_block_route). */
+  if (route != NULL) { /* NULL: an aligned block, never routed */
+    *route = _tp_policy_slab_block_sampled(size) ? _tp_run_site_route(ra, size) : TP_ROUTE_SLAB;
+    unsigned g4 = *route == TP_ROUTE_4K ? _tp_group_4k() : TP_SHARED_GROUP;
+    if (g4 != TP_SHARED_GROUP) {
+      if (size > TP_FAST_BIG) { /* no bin by size: the slot stays as it is */
+        *base_out = TP_GROUP_KEEP_SLOT;
+        return g4;
+      }
+      if (key == ra) base = base != TP_MIXED_NO_BASE ? base : g;
+      g = g4;
+    }
+  }
+  *base_out = base;
+  return g;
+}

@@ -16,6 +16,16 @@ unsigned _tp_group_4k(void) TP_INTERNAL;
 /* A young site is about to refill a cache of the shared group with `bytes`: counts its demand,
  * and returns the group it allocates from now (its own, once it has earned one). */
 unsigned _tp_site_refill(uintptr_t site, size_t bytes) TP_INTERNAL;
+/* The group a malloc of `size` (class c; TP_NCLASSES past the slab classes) at site ra
+ * allocates from, in thread tc, on the generic path; *route (NULL: an aligned block, never
+ * routed) where a block of a few slots goes (TP_ROUTE_*). *key is the site's key (ra, or site +
+ * class behind a wrapper); *base TP_MIXED_NO_BASE, or the site's own group when a refill of
+ * class c borrows another group's slabs (tcache.h, _tp_tcache_point_site), or
+ * TP_GROUP_KEEP_SLOT when the site cache's slot is to stay as it is. */
+#define TP_MIXED_NO_BASE (~0u)
+#define TP_GROUP_KEEP_SLOT (~1u)
+unsigned _tp_group_for(tp_tcache_t *tc, uintptr_t ra, size_t size, unsigned c, int *route, uintptr_t *key,
+                       unsigned *base) TP_INTERNAL;
 unsigned _tp_thread_group(void) TP_INTERNAL;
 /* Placement plans (plan.c): loads plan:FILE at start-up (one warning and no plan on any
  * error), and gives the group a planned site belongs to (TP_SHARED_GROUP: not planned). */

@@ -438,3 +438,40 @@ int _tp_block_cached(uintptr_t a) {
   if (w == 0 || (w & 7) || !_tp_meta_holds(w, sizeof(tp_tbin_t))) return 0;
   return __atomic_load_n(&((const tp_tbin_t *)w)->check, __ATOMIC_RELAXED) == (w ^ _tp_free_key);
 }
+
+/* ---- refills --------------------------------------------------------------------------- */
+unsigned _tp_tcache_refill(tp_tcache_t *tc, tp_tbin_t *b, unsigned g, unsigned c) {
+  unsigned cap = _tp_classes[c].tcache_cap, want = _tp_refill_want(c);
+  /* The group's last refill, to within 8 refills: threads refilling from one group do not
+   * write its line at every refill. */
+  uint64_t now;
+  if (++tc->refills >= TP_CLOCK_BATCH) {
+    now = atomic_fetch_add_explicit(&_tp_refill_clock, tc->refills, memory_order_relaxed) + tc->refills;
+    tc->refills = 0;
+    _tp_bin_sweep(tc); /* a group's empty slabs kept for classes no longer in use */
+    _tp_heap_after_fork(); /* hpages a fork's copy-on-write split, collapsed again (fork.c) */
+  } else {
+    now = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed);
+  }
+  tp_tgroup_t *tg = tc->groups[g];
+  if (now - tg->refill_mark >= 8) {
+    atomic_store_explicit(&_tp_groups[g]->last_refill, now, memory_order_relaxed);
+    tg->refill_mark = now;
+  }
+  /* Whole bitmap words (up to the cap) for the small classes, whose live bytes would
+   * otherwise share lines across threads; just what is wanted for the larger ones; a
+   * bin's first blocks a few at a time (policy.c). */
+  int slow = _tp_policy_slow_start(b->nalloc, _tp_classes[c].size, &want);
+  unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow, b);
+  if (n == 0) return 0; /* the batch comes highest address first: popped in order */
+  b->top = b->lo + n;
+  b->low = b->lo; /* it ran empty: nothing to trim */
+  b->out += n;
+  b->fill_mark = b->nalloc;
+  return n;
+}
+
+unsigned _tp_tcache_take_one(unsigned g, unsigned c, tp_entry_t *out) {
+  /* no bin: the block is tagged with the empty one's address */
+  return _tp_bin_fill(_tp_groups[g], c, out, 1, 1, 0, &_tp_tbin_empty);
+}

@@ -33,12 +33,43 @@ tp_tbin_t **_tp_tgroup_fast(tp_tcache_t *tc, unsigned g) TP_INTERNAL;
 /* The mixed bins of site ra in this thread, with class c's entries set to group g's bin;
  * group g's own bins when the thread has no room for another mixed site. A split site's start
  * empty (base TP_MIXED_NO_BASE); a whole site's, when it takes a class from another group than
- * its own (a refill borrowed from the shared group: alloc.c, group_for), start as group base's
+ * its own (a refill borrowed from the shared group: group.c, _tp_group_for), start as group base's
  * bins, so that its other classes keep hitting there. */
-#define TP_MIXED_NO_BASE (~0u)
 tp_tbin_t **_tp_tcache_mixed(tp_tcache_t *tc, uintptr_t ra, unsigned base, unsigned g, unsigned c) TP_INTERNAL;
 /* Whether bins are the mixed bins of site ra in this thread. */
 int _tp_tcache_is_mixed(const tp_tcache_t *tc, uintptr_t ra, tp_tbin_t *const *bins) TP_INTERNAL;
+
+/* Points the site cache's slot of ra at the bins of group g (chosen for class c under `key`,
+ * base: group.h, _tp_group_for), so that the site's next call of that size hits. A split
+ * site's slot points at the thread's mixed bins for it: by size, the bins of each class's own
+ * group, so the malloc hit stays the same few instructions; a larger size there (no class key)
+ * leaves it alone. A whole site's slot points at its group's bins after any size, or its next
+ * small call would miss; once one of its classes borrows the shared group's slabs, at mixed
+ * bins too, its own group's for the other classes. Pointed at the shared group's bins whole,
+ * the slot would swing back at the next call of another class, whose own bin there is empty,
+ * and again at the borrowed class's next call: a miss each time, reading both lanes' counters
+ * of the shared group, which other threads write. */
+static inline void _tp_tcache_point_site(tp_tcache_t *tc, uintptr_t ra, uintptr_t key, unsigned base, unsigned g,
+                                         unsigned c, size_t size) {
+  if (size <= TP_FAST_BIG || (tc->mode == TP_GROUP_SITE && key == ra && !_tp_site_is_split(ra))) {
+    tp_site_slot_t *st = &tc->site[TP_SITE_SLOT(ra)];
+    if (key != ra)
+      st->bins = _tp_tcache_mixed(tc, ra, TP_MIXED_NO_BASE, g, c);
+    else if (base != TP_MIXED_NO_BASE || (st->ra == ra && _tp_tcache_is_mixed(tc, ra, st->bins)))
+      st->bins = _tp_tcache_mixed(tc, ra, base, g, c); /* already mixed: only class c changes */
+    else
+      st->bins = _tp_tgroup_fast(tc, g);
+    st->ra = ra;
+  }
+}
+
+/* The Cache's refills. _tp_tcache_refill fills bin b (group g, class c), empty, from the
+ * group's slabs and returns how many blocks it took (0: no memory); it keeps the refill clock
+ * (the group's last refill, the thread's batch of the process's clock and what runs on it:
+ * the sweep of kept empty slabs, the collapse of pages a fork split) and the bin's slow start.
+ * _tp_tcache_take_one takes one block of a class the thread does not cache. */
+unsigned _tp_tcache_refill(tp_tcache_t *tc, tp_tbin_t *b, unsigned g, unsigned c) TP_INTERNAL;
+unsigned _tp_tcache_take_one(unsigned g, unsigned c, tp_entry_t *out) TP_INTERNAL;
 void _tp_tbin_flush(tp_tcache_t *tc, unsigned g, unsigned c, tp_tbin_t *b, unsigned keep) TP_INTERNAL;
 /* Bin b, full, doubles its room instead of flushing, when it overflows a second time with no
  * pop since the first and was popped from since its last refill (a batch allocated here and

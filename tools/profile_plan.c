@@ -77,7 +77,7 @@ int tpp_write_plan(const char *path, const char *program, unsigned *nhot, unsign
      * up) and rounds each block up to its size class, a slab per class; an ordered group
      * holds its blocks from the first one, in allocation order, at a 16-byte granule (a
      * record of three sizes from one helper: 5 TLB entries for a floor of 3 as a site group,
-     * 4 as an ordered one, docs/tlb-sweep.md). */
+     * 4 as an ordered one, commit 3b23c4d). */
     uint32_t root = uf_find((uint32_t)i);
     fprintf(f, "\ngroup hot%u ordered\n", ++g);
     for (size_t oj = 0; oj < tpp_nsites; oj++) {

@@ -282,7 +282,7 @@ Test(start_small, a_group_that_fills_a_start_page_in_a_heap_under_4_mib_takes_no
 /* An explicit group grows up alone as a site group does: in a young heap with 4 MiB carved,
  * the group's first hpage (on 4 KiB pages, collapsed once full) is followed by huge pages, not
  * by start pages. A plan's ordered group of one hot site holding 3 MB of records had its
- * second hpage on 4 KiB pages: 264 TLB entries for a floor of 2 (docs/tlb-sweep.md). */
+ * second hpage on 4 KiB pages: 264 TLB entries for a floor of 2 (commit 7b1bd6d). */
 Test(start_small, an_explicit_group_that_fills_its_first_page_in_a_young_heap_takes_huge_pages) {
   TP_NEEDS_POOL_AUTO();
   if (_tp_opt.start_bytes < ((size_t)8 << 20)) cr_skip_test("start_kb %zu KiB: a 7 MiB heap is past it", _tp_opt.start_bytes >> 10);

@@ -6,12 +6,11 @@
 # timed). The whole sweep runs in `tlbbench --full`. Shapes: one-site, three-sites-batches and
 # one-site-4-threads (four threads: the same entries in every run, alone or beside two busy
 # loops, since a group grows up at its start pages' carves). Left out: many-sites, which misses
-# at 4 and 8 MiB of heap (eight site groups of 0.5-1 MiB each on start pages of their own, none
-# filled, the heap under start_kb: docs/tlb-sweep.md says why; its plan row keeps the promise),
-# and three-sites-2-threads, whose entries at 32 MiB depend on how its two threads interleave:
-# 7-9 in most runs, 32-47 when the young blocks of the record sites (some 128 KiB, 32-40 4 KiB
-# pages) land on a second shared start page that holds too little to be collapsed before the
-# count (docs/tlb-sweep.md).
+# at 4 and 8 MiB of heap (site groups on start pages of their own, none filled, the heap under
+# start_kb: docs/tlb-sweep.md says why; its plan row keeps the promise), and
+# three-sites-2-threads, whose entries at 32 MiB depend on how its two threads interleave: 7-10
+# in some runs, 22-58 when the record sites' young blocks (96-192 KiB) land on a second shared
+# start page that holds too little to be collapsed before the count (docs/tlb-sweep.md).
 set -u
 build=${1:?usage: sweep.sh BUILD_DIR}
 # Bad heap bounds: a message and exit 2, before anything runs.

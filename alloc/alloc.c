@@ -234,7 +234,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
        * otherwise share lines across threads; just what is wanted for the larger ones; a
        * bin's first blocks a few at a time (policy.c). */
       int slow = _tp_policy_slow_start(b->nalloc, _tp_classes[c].size, &want);
-      unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow, b);
+      unsigned n = _tp_bin_fill(_tp_tc, _tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow, b);
       if (n == 0) return enomem(); /* the batch comes highest address first: popped in order */
       b->top = b->lo + n;
       b->low = b->lo; /* it ran empty: nothing to trim */
@@ -252,7 +252,7 @@ static void *alloc_small(tp_tcache_t *tc, unsigned g, unsigned c, size_t size, i
     if (_tp_class_trimmed(_tp_classes[c].size)) _tp_tcache_trim_tick(tc);
   } else {
     from = &_tp_tbin_empty; /* no bin: the block is tagged with the empty one's address */
-    if (_tp_bin_fill(_tp_groups[g], c, &e, 1, 1, 0, from) == 0) return enomem();
+    if (_tp_bin_fill(_tp_tc, _tp_groups[g], c, &e, 1, 1, 0, from) == 0) return enomem();
     count_alloc(tc, _tp_classes[c].size);
   }
   void *p = mark_live(e, from);

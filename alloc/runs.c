@@ -9,6 +9,8 @@
 
 #include "runs.h"
 
+__thread uint8_t _tp_run_side __attribute__((tls_model("initial-exec")));
+
 /* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
  * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that
  * stopped filling; *owner becomes the lender, whose filler keeps the hpage (heap lock held).
@@ -115,7 +117,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
    * touched would add resident pages where first fit reuses some. A process with one thread,
    * side 0, marks none and carves first fit. */
   if (step == 1) {
-    tp_slotmask_t other = _tp_tc->side ? ~h->side_mask : h->side_mask;
+    tp_slotmask_t other = _tp_run_side ? ~h->side_mask : h->side_mask;
     if (other & ~h->used_mask & TP_SLOT_RUN(slot, n)) {
       int s = _tp_slots_find_run(h->used_mask | other | (h->source == TP_SRC_4K ? h->fresh_mask : 0), n);
       if (s >= 0) slot = s;
@@ -136,7 +138,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
 static void free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
   tp_group_t *owner = _tp_groups[h->owner];
   for (unsigned i = slot; i < slot + n; i++) h->slot_slab[i] = NULL;
-  if (_tp_tc->side)
+  if (_tp_run_side)
     h->side_mask |= TP_SLOT_RUN(slot, n);
   else
     h->side_mask &= ~TP_SLOT_RUN(slot, n);

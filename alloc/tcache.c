@@ -112,6 +112,7 @@ static tp_tcache_t *tcache_init(void) {
   tc->side = (uint8_t)(nstarted++ & 1);
   _tp_unlock(&tc_lock);
   _tp_tc = tc;
+  _tp_run_side = tc->side;
   if (tc_key_ok) pthread_setspecific(tc_key, tc);
   if (tc->mode == TP_GROUP_THREAD) tc->thread_group = (uint16_t)_tp_thread_group();
   tc->owns_thread_group = tc->mode == TP_GROUP_THREAD && tc->thread_group != TP_SHARED_GROUP;
@@ -382,6 +383,7 @@ static void tcache_exit(void *arg) {
   _tp_stats_out_flush();
   if (tc->owns_thread_group) _tp_thread_group_release(tc->thread_group);
   _tp_tc = &exited_cache;
+  _tp_run_side = 0;
   _tp_lock(&tc_lock);
   add_counters(tc, &dead_nmalloc, &dead_nfree, &dead_bytes, &dead_live_bytes, 1);
   TP_LIST_UNLINK(&all_list, tc, next_all, prev_all);

@@ -20,6 +20,7 @@
 
 tp_gib_t *_tp_map[TP_MAP_ENTRIES];
 tp_lock_t _tp_heap_lock = TP_LOCK_INIT;
+_Atomic uint64_t _tp_refill_clock;
 
 tp_heap_counters_t _tp_heap_ctr;
 

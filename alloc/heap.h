@@ -51,6 +51,10 @@ void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n,
 
 /* ---- heap: address space, backing, hpage lists (heap.c) ------------------------------ */
 extern tp_lock_t _tp_heap_lock TP_INTERNAL;
+/* The refill clock: the process's refills (thread caches add theirs TP_CLOCK_BATCH at a time).
+ * The heap's logical time: an empty hpage's age (decay), and the lanes' and groups' idle tests
+ * above it. The heap owns it; the cache layer advances it. */
+extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 void _tp_heap_init(void) TP_INTERNAL;
 /* heap.c: retained empty pool pages (not 1 GiB ones) go back to the pool (heap lock held). */
 void _tp_heap_release_empty_pool(void) TP_INTERNAL;

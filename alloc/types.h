@@ -245,9 +245,9 @@ static inline size_t _tp_bin_total(const tp_group_t *g, unsigned c, int slabs) {
     if (used & (1u << i)) n += __atomic_load_n(slabs ? &g->lanes[i][c].slabs : &g->lanes[i][c].navail, __ATOMIC_RELAXED);
   return n;
 }
-extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
-/* Each thread adds its refills to the clock TP_CLOCK_BATCH at a time: threads refilling side by
- * side do not write its line at every refill (the clock is read to within a few batches). */
+/* Each thread adds its refills to the refill clock (heap.h) TP_CLOCK_BATCH at a time: threads
+ * refilling side by side do not write its line at every refill (the clock is read to within a
+ * few batches). */
 #define TP_CLOCK_BATCH 8
 #define TP_ADOPT_VOTES 4
 extern tp_group_t _tp_shared_group TP_INTERNAL;
@@ -399,8 +399,5 @@ typedef struct tp_tcache_s {
 /* The word of a small block that holds its tag. */
 static inline uintptr_t *_tp_tag_word(const void *p) { return (uintptr_t *)p + 1; }
 
-/* The calling thread's cache record (tcache.c): its `side` picks the lane and the slots a
- * refill or a new run prefers (slab.c, runs.c). */
-extern __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) TP_INTERNAL;
 
 #endif

@@ -74,6 +74,13 @@ static void put_on_list(tp_hpage_t *h, int which) {
   }
 }
 
+/* The heap's answer to the OS layer's query (prim.h, _tp_os_page_state). */
+static int os_page_state(uintptr_t a) {
+  const tp_hpage_t *h = _tp_hpage_of((void *)a);
+  if (h == NULL) return TP_OS_PAGE_NONE;
+  return h->state == TP_HP_FREE && h->source == TP_SRC_NONE ? TP_OS_PAGE_UNBACKED : TP_OS_PAGE_OTHER;
+}
+
 void _tp_heap_init(void) {
   struct rlimit rl;
   /* Under an address-space limit, reserve modestly: the reservation itself counts. */
@@ -82,6 +89,7 @@ void _tp_heap_init(void) {
 
 /* Hpage records for [start, end): meta blocks are created on first use. */
 static int register_range(uintptr_t start, uintptr_t end) {
+  _tp_os_page_state = os_page_state; /* before the first record: an address without one answers NONE */
   for (uintptr_t a = start; a < end; a += TP_HPAGE) {
     size_t bi = a >> TP_GIB_SHIFT;
     if (_tp_map[bi] == NULL) {

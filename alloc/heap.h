@@ -8,6 +8,8 @@
 #include "prim.h"
 #include "types.h"
 
+_Static_assert(TP_SPARSE_MAX_HPAGES <= TP_OS_MINCORE_HPAGES, "os.c measures a sparse run with one mincore call");
+
 /* ---- metadata allocator (meta.c): out-of-band, never returns memory ------------------ */
 void *_tp_meta_alloc(size_t size) TP_INTERNAL;  /* zeroed, 64-byte aligned */
 int _tp_meta_holds(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in a metadata region */

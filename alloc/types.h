@@ -97,7 +97,6 @@ struct tp_hpage_s {
   uint8_t node;
   uint8_t listed;        /* which list holds it (TP_LIST_*) */
   uint8_t start;         /* on 4 KiB pages because the heap was small (promoted once it grows) */
-  uint8_t window;        /* os.c: inside a hugetlb-file mapping (a window), claimed or not */
   uint8_t tail4k;        /* the last hpage of a large run that uses little of it, on 4 KiB
                           * pages (_tp_policy_large_tail_4k): given back when emptied */
   uint8_t lazy;          /* on the pool, reserved, faulted in as touched (_tp_os_back_lazy) */

@@ -467,9 +467,8 @@ static inline __attribute__((always_inline)) void free_in_slab(void *p, tp_slab_
   *_tp_tag_word(p) = (uintptr_t)b;
   /* Whether this thread fills from s is data, not a pattern (blocks of 64 B and up cross
    * threads and stay where they are freed, so their slab's filler is either thread): tested on
-   * its own before the size, it mispredicted about every other cross-thread free (cachegrind
-   * --branch-sim, two threads handing blocks over: 0.59 mispredicts a malloc+free pair, 0.11
-   * with one test of the mask). */
+   * its own before the size, it would mispredict about every other cross-thread free; tested
+   * with the mask it rarely does. */
   if (TP_LIKELY(top < b->end) && TP_LIKELY((((uintptr_t)s->filler ^ (uintptr_t)tc) & s->remote_mask) == 0)) {
     *top = (tp_entry_t){p};
     b->top = top + 1;

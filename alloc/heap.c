@@ -313,8 +313,7 @@ static void collapse_start(tp_hpage_t *h) {
  * whose collapse the kernel refuses stays on 4 KiB pages. */
 /* Whether start page h holds data worth a huge page: a quarter of it touched (128 TLB entries
  * of 4 KiB for its data, against one), or an eighth where that is half of what is carved on it
- * (a structure written as it was carved, not slabs carved whole and barely written: GNU xz's
- * shared start page had 32 slots carved and 44 4 KiB pages touched). */
+ * (a structure written as it was carved, not slabs carved whole and barely written). */
 static int start_page_holds_data(const tp_hpage_t *h) {
   size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE), carved = (size_t)h->nused * TP_SLOT;
   return touched * 4 >= TP_HPAGE || (touched * 8 >= TP_HPAGE && touched * 2 >= carved);
@@ -333,9 +332,8 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
     collapse_start(h);
   /* Once the heap has carved TP_GROW_HALF_BYTES, a group grows up alone (_tp_heap_group_grows)
    * at its start pages' carves too, not only when it needs a new hpage: a group whose first page
-   * was not filled enough when it took its second, and that needs no third, kept its data on
-   * 4 KiB pages (four threads building 3 MB of records in an 8 MiB heap: 727-818 TLB entries in
-   * most runs, 3 in others, as the threads interleaved). */
+   * was not filled enough when it took its second, and that needs no third, would keep its data
+   * on 4 KiB pages or not as its threads happened to interleave. */
   else if (start_page_pending(h) && h->owner != TP_SHARED_GROUP && !owner->on_4k && !first && !owner->grown &&
            _tp_heap_starting(TP_SLOT) && _tp_heap_used_bytes >= TP_GROW_HALF_BYTES)
     grow_up(owner);
@@ -350,11 +348,10 @@ void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
 /* A start page a group filled: 3/4 of it carved and 3/4 of it touched; or, in a heap that has
  * carved TP_GROW_HALF_BYTES, half of it touched where what its collapse adds (the untouched
  * part) is at most an eighth of the heap. Carved slots run ahead of what is written: each
- * thread fills a slab of each class at a time, and four threads building records of nine
- * classes in an 8 MiB heap had carved the whole page with 1.45 MiB of it touched. In a heap of
- * 4-6 MiB a group growing up on half a page cost more than it saved: the collapse adds up to
- * 1 MiB and its next huge page is partly used (four threads at a 4 MiB heap: 8.0 -> 13.6 MiB,
- * jemalloc 9.5). */
+ * thread fills a slab of each class at a time, so threads building records of many classes
+ * carve a page whole well before they have written it. In a heap under TP_GROW_HALF_BYTES a
+ * group growing up on half a page costs more than it saves: the collapse adds up to 1 MiB and
+ * its next huge page is partly used. */
 static int start_page_filled(const tp_hpage_t *h) {
   if (h->nused < TP_SLOTS * 3 / 4) return 0;
   size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
@@ -371,8 +368,8 @@ static int start_page_filled(const tp_hpage_t *h) {
  * hpages are huge pages; the rest of the heap still starts small. Its cost is the group's last
  * page, partly used, as for any group past start_kb. Looked at when the group needs a new
  * hpage and when a run is carved on one of its start pages (_tp_heap_start_carve), with at
- * least TP_GROW_MIN_BYTES carved in the heap: a process under it takes no huge page (python3
- * -c pass peaks at 1.2-2.7 MB). The shared group does not grow up: it holds every young
+ * least TP_GROW_MIN_BYTES carved in the heap: a process under it (a short script's interpreter)
+ * takes no huge page. The shared group does not grow up: it holds every young
  * site's first blocks, and its pages are partly used. */
 int _tp_heap_group_grows(tp_group_t *g) {
   if (g->grown) return 1;

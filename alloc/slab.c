@@ -175,8 +175,8 @@ static tp_slab_t *take_from_other(const tp_tcache_t *tc, tp_group_t *g, tp_lane_
       __atomic_load_n(&o->slabs, __ATOMIC_RELAXED) == 0 || !_tp_trylock(&o->lock))
     return NULL;
   /* Another live thread's slab only while that lane is idle: a lane its threads fill from keeps
-   * its partial slabs for them (two threads bursting at one site took 2140 of each other's slabs
-   * in 4 M blocks, and every flush of the blocks left in them crossed lanes). */
+   * its partial slabs for them, or threads bursting at one site take each other's slabs and
+   * every flush of the blocks left in them crosses lanes. */
   int idle = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed) - o->last_fill > TP_IDLE_REFILLS;
   tp_slab_t *s = o->partial ? pick_partial(o, tc, whole, idle, shared) : NULL;
   if (s != NULL) {

@@ -120,17 +120,15 @@ int _tp_heap_take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k
 /* Whether the hpages [end, new_end) after a large run are reserved and unused, so that it can
  * grow over them (never-used ones at the cursor: the cursor moves past them); 1 if so. */
 int _tp_heap_extend_run(uintptr_t end, uintptr_t new_end) TP_INTERNAL;
-/* Past start (the heap's, or its owner's: `grown`), a start page holding data (heap.c) that a
- * slot run for group g is about to be carved on is collapsed into a huge page first, and so is
- * the shared start page g filled while young (its young_hp), if it holds data; heap lock. */
-void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) TP_INTERNAL;
-/* Whether group g, about to take a new hpage while the heap starts small, has grown: it has
- * filled a start page (3/4 of it touched), which is collapsed then; its hpages are huge pages
- * from then on (heap lock). */
-int _tp_heap_group_grows(tp_group_t *g) TP_INTERNAL;
-/* Takes out of `holes` (free slots) and `pages` the hpages still on 4 KiB start pages, whose
- * free slots cost nothing until touched. */
-void _tp_heap_start_holes(size_t *holes, size_t *pages) TP_INTERNAL;
+/* Start pages (heap.c: the hpages on 4 KiB pages the heap started on), the mechanism the
+ * groups' start-page rules call (runs.c): the list of them (*pages, the count returned);
+ * whether h is one still on 4 KiB pages and carved; collapsing one into a huge page (one the
+ * kernel refuses is tried again at its next carves, a few times); and whether the heap is
+ * past start (start_kb carved, or it has backed past its start pages). Heap lock. */
+unsigned _tp_heap_start_pages(tp_hpage_t *const **pages) TP_INTERNAL;
+int _tp_heap_start_pending(const tp_hpage_t *h) TP_INTERNAL;
+void _tp_heap_collapse_start(tp_hpage_t *h) TP_INTERNAL;
+int _tp_heap_past_start(void) TP_INTERNAL;
 
 typedef struct tp_heap_counters_s {
   size_t pages_by_source[TP_SRC_COUNT]; /* backed hpages now */

@@ -190,7 +190,7 @@ struct tp_group_s {
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
   uint8_t on_4k;         /* its hpages are on 4 KiB pages, never collapsed (_tp_group_4k) */
   uint8_t grown;         /* it filled a start page while the heap was young: its hpages are huge
-                          * pages from then on, as past start_kb (heap.c, _tp_heap_group_grows) */
+                          * pages from then on, as past start_kb (runs.c, group_grows) */
   uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
   _Atomic uint8_t idle;  /* group:thread: its thread has exited and no new one took it yet */
   /* Bit i: lane i has filled. A lane never used is never read (its lines stay cold and, in a

@@ -327,7 +327,7 @@ void *_tp_alloc(size_t size, size_t align, unsigned g, int zero, uintptr_t site)
 /* ---- free ---------------------------------------------------------------------------- */
 static TP_NOINLINE void free_big(void *p, tp_slab_t *s) {
   if (s->kind == TP_SLAB_ARENA) {
-    size_t usable = _tp_arena_free(s, p);
+    size_t usable = _tp_arena_free(_tp_groups[s->group], s, p);
     count_free(tcache_get(), usable);
     _tp_stats_out(-(ptrdiff_t)usable);
     return;

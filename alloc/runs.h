@@ -72,8 +72,9 @@ void _tp_bin_sweep(struct tp_tcache_s *tc) TP_INTERNAL;
  * Out of band, and enough to tell a double free from an invalid one. */
 #define TP_ARENA_FREED 0x80
 void *_tp_arena_alloc(tp_group_t *g, size_t size, int zero, size_t *usable) TP_INTERNAL;
-/* Frees p from arena run s; returns its usable size. Aborts on an invalid or double free. */
-size_t _tp_arena_free(tp_slab_t *s, void *p) TP_INTERNAL;
+/* Frees p from arena run s of group g (s->group's record); returns its usable size. Aborts on
+ * an invalid or double free. */
+size_t _tp_arena_free(tp_group_t *g, tp_slab_t *s, void *p) TP_INTERNAL;
 size_t _tp_arena_usable(const tp_slab_t *s, const void *p) TP_INTERNAL;
 #define TP_ARENA_META (sizeof(tp_slab_t) + TP_ARENA_GRANULES)
 

@@ -54,11 +54,10 @@ size_t _tp_arena_usable(const tp_slab_t *s, const void *p) {
 
 /* Under the group's arena lock, like the switch to a new run: a run is released exactly once,
  * by whichever of the two sees it both retired and empty. */
-size_t _tp_arena_free(tp_slab_t *s, void *p) {
+size_t _tp_arena_free(tp_group_t *g, tp_slab_t *s, void *p) {
   uintptr_t off = (uintptr_t)p - s->base;
   if (off >= TP_SLOT) _tp_fatal("invalid free of %p: not a block tlbpack handed out", p);
   if (off % TP_GRANULE) _tp_fatal("invalid free of %p: points inside a block, not at its start", p);
-  tp_group_t *g = _tp_groups[s->group];
   _tp_lock(&g->arena_lock);
   uint8_t *b = &s->live[off / TP_GRANULE];
   uint8_t len = __atomic_load_n(b, __ATOMIC_ACQUIRE);

@@ -375,12 +375,12 @@ static void move_off_pool(tp_hpage_t *h, void *arg) {
     m->failed++;
     return;
   }
+  _tp_os_window_forget((void *)h->addr, n * TP_HPAGE); /* the copy took this part of the window's mapping */
   for (size_t i = 0; i < n; i++) {
     tp_hpage_t *x = _tp_hpage_of((void *)(h->addr + i * TP_HPAGE));
     _tp_heap_ctr.pages_by_source[x->source]--;
     _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
     x->source = TP_SRC_THP;
-    x->window = 0; /* the copy took this part of the hugetlb window's mapping */
     x->lazy = 0;
   }
   _tp_heap_ctr.fork_unshared += n;

@@ -17,7 +17,7 @@ void _tp_stats_keep_stderr(void) TP_INTERNAL;
  * 4 KiB pages holding blocks the program has, the bytes of those blocks, and of those hpages the
  * slab pages of groups that are not kept on 4 KiB pages by design (the sparse buffers' group, an
  * explicit group's first page): start pages, which past start are collapsed as soon as a run is
- * carved on them (heap.c, _tp_heap_start_carve). */
+ * carved on them (runs.c, start_carve). */
 typedef struct { size_t hpages, bytes, young; } tp_live_4k_t;
 void _tp_stats_live_4k(tp_live_4k_t *out) TP_INTERNAL;
 

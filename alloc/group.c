@@ -6,7 +6,6 @@
 #include "group.h"
 
 tp_group_t *_tp_groups[TP_MAX_GROUPS];
-_Atomic uint64_t _tp_refill_clock;
 tp_group_t _tp_shared_group;
 
 static tp_lock_t groups_lock = TP_LOCK_INIT;

@@ -3,7 +3,9 @@
  * of its hpages, backing them from the pool (or THP, or 4 KiB pages), and taking empty ones
  * back: retained for reuse, decayed, or given back beyond the retain limit. runs.c carves the
  * hpages into slot runs and large runs through the hpage layer declared in heap.h; which
- * hpage a slab goes to is filler.c's and policy.c's. */
+ * hpage a slab goes to is filler.c's and policy.c's, and the groups' start-page rules (when a
+ * start page is collapsed for a group, when a group grows up) are runs.c's: this file lists
+ * the start pages and collapses the one a rule names; it reads no group record. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -20,6 +22,7 @@
 
 tp_gib_t *_tp_map[TP_MAP_ENTRIES];
 tp_lock_t _tp_heap_lock = TP_LOCK_INIT;
+_Atomic uint64_t _tp_refill_clock;
 
 tp_heap_counters_t _tp_heap_ctr;
 
@@ -73,6 +76,13 @@ static void put_on_list(tp_hpage_t *h, int which) {
   }
 }
 
+/* The heap's answer to the OS layer's query (prim.h, _tp_os_page_state). */
+static int os_page_state(uintptr_t a) {
+  const tp_hpage_t *h = _tp_hpage_of((void *)a);
+  if (h == NULL) return TP_OS_PAGE_NONE;
+  return h->state == TP_HP_FREE && h->source == TP_SRC_NONE ? TP_OS_PAGE_UNBACKED : TP_OS_PAGE_OTHER;
+}
+
 void _tp_heap_init(void) {
   struct rlimit rl;
   /* Under an address-space limit, reserve modestly: the reservation itself counts. */
@@ -81,6 +91,7 @@ void _tp_heap_init(void) {
 
 /* Hpage records for [start, end): meta blocks are created on first use. */
 static int register_range(uintptr_t start, uintptr_t end) {
+  _tp_os_page_state = os_page_state; /* before the first record: an address without one answers NONE */
   for (uintptr_t a = start; a < end; a += TP_HPAGE) {
     size_t bi = a >> TP_GIB_SHIFT;
     if (_tp_map[bi] == NULL) {
@@ -244,20 +255,20 @@ static size_t heap_resident(size_t backed) {
  * (waiting for an eighth every time, a small program would take one more pool page). */
 #define TP_PROMOTE_EVERY 16
 static size_t promote_looked_at; /* backed bytes at the last look (0: none yet) */
-static int start_page_pending(const tp_hpage_t *h) {
+int _tp_heap_start_pending(const tp_hpage_t *h) {
   return h->start && h->source == TP_SRC_4K && h->state == TP_HP_ACTIVE;
 }
 static void promote_start_pages(void) {
   heap_grown = 1;
   size_t backed = backed_bytes(), resident = 0;
   unsigned pending = 0;
-  for (unsigned i = 0; i < nstart_pages; i++) pending += (unsigned)start_page_pending(start_pages[i]);
+  for (unsigned i = 0; i < nstart_pages; i++) pending += (unsigned)_tp_heap_start_pending(start_pages[i]);
   if (pending == 0) return;
   if (pending > TP_PROMOTE_EVERY && !moved_by_an_eighth(backed, promote_looked_at)) return;
   promote_looked_at = backed;
   for (unsigned i = 0; i < nstart_pages; i++) {
     tp_hpage_t *h = start_pages[i];
-    if (!start_page_pending(h)) continue;
+    if (!_tp_heap_start_pending(h)) continue;
     size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
     unsigned full = (unsigned)(((touched < TP_HPAGE ? touched : TP_HPAGE) + TP_SLOT - 1) / TP_SLOT); /* slots */
     int shared = h->owner == TP_SHARED_GROUP;
@@ -282,108 +293,15 @@ static int starting(size_t adding) {
   return !heap_grown && nstart_pages < TP_MAX_START_PAGES && _tp_heap_used_bytes + adding <= _tp_opt.start_bytes;
 }
 int _tp_heap_starting(size_t adding) { return _tp_opt.pool == TP_POOL_AUTO && starting(adding); }
+int _tp_heap_past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_opt.start_bytes; }
 
 /* Collapses start page h; one the kernel refuses (after _tp_hpage_collapse's tries) is tried
  * again at the page's next carves, TP_COLLAPSE_TRIES times in all (h->start counts them). */
 #define TP_COLLAPSE_TRIES 8
-static void collapse_start(tp_hpage_t *h) {
+void _tp_heap_collapse_start(tp_hpage_t *h) {
   if (_tp_hpage_collapse(h) == 0) h->start = 0;
   else h->start = h->start >= TP_COLLAPSE_TRIES ? 0 : (uint8_t)(h->start + 1);
 }
-/* The rule start-small keeps past start (tests/alloc/test_start_small.c): no slot run is carved
- * on an hpage on 4 KiB pages that holds data (start_page_holds_data: a quarter of it touched,
- * or an eighth and half of what is carved), but on those of the group kept on them
- * (_tp_group_4k) and an explicit group's first. Start pages hold what was placed while the
- * heap (or the group) was young; a run carved on one
- * past start is data placed like any other past start, often the next part of a structure the
- * program built through it, so a page that holds data is collapsed first, with the shared start
- * page the group filled while its site was young. What that makes resident is at most the
- * page's untouched part, no more than a fresh huge page for the run would; a page with less
- * touched (a few blocks of a site, or slabs carved and barely written) is left to the
- * budgeted promotion (promote_start_pages), as a huge page would hold 2 MiB for it. A page
- * whose collapse the kernel refuses stays on 4 KiB pages. */
-/* Whether start page h holds data worth a huge page: a quarter of it touched (128 TLB entries
- * of 4 KiB for its data, against one), or an eighth where that is half of what is carved on it
- * (a structure written as it was carved, not slabs carved whole and barely written: GNU xz's
- * shared start page had 32 slots carved and 44 4 KiB pages touched). */
-static int start_page_holds_data(const tp_hpage_t *h) {
-  size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE), carved = (size_t)h->nused * TP_SLOT;
-  return touched * 4 >= TP_HPAGE || (touched * 8 >= TP_HPAGE && touched * 2 >= carved);
-}
-static int past_start(void) { return heap_grown || _tp_heap_used_bytes >= _tp_opt.start_bytes; }
-static int start_page_filled(const tp_hpage_t *h);
-static int grow_up(tp_group_t *g);
-#define TP_GROW_MIN_BYTES ((size_t)4 << 20)
-#define TP_GROW_HALF_BYTES ((size_t)8 << 20)
-void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) {
-  tp_group_t *owner = _tp_groups[h->owner];
-  int past = past_start();
-  /* An explicit group's first hpage has a rule of its own (runs.c, alloc_slots). */
-  int first = owner->explicit_ && h == owner->young_hp;
-  if (start_page_pending(h) && !owner->on_4k && !first && (past || owner->grown) && start_page_holds_data(h))
-    collapse_start(h);
-  /* Once the heap has carved TP_GROW_HALF_BYTES, a group grows up alone (_tp_heap_group_grows)
-   * at its start pages' carves too, not only when it needs a new hpage: a group whose first page
-   * was not filled enough when it took its second, and that needs no third, kept its data on
-   * 4 KiB pages (four threads building 3 MB of records in an 8 MiB heap: 727-818 TLB entries in
-   * most runs, 3 in others, as the threads interleaved). */
-  else if (start_page_pending(h) && h->owner != TP_SHARED_GROUP && !owner->on_4k && !first && !owner->grown &&
-           _tp_heap_starting(TP_SLOT) && _tp_heap_used_bytes >= TP_GROW_HALF_BYTES)
-    grow_up(owner);
-  /* The group's first slabs, carved on a shared start page while its site was young, are
-   * often the start of what it goes on building: that page is collapsed with it. */
-  tp_hpage_t *y = g->young_hp;
-  if (y && y != h && !g->explicit_ && start_page_pending(y) && y->owner == TP_SHARED_GROUP && (past || g->grown) &&
-      start_page_holds_data(y))
-    collapse_start(y);
-}
-
-/* A start page a group filled: 3/4 of it carved and 3/4 of it touched; or, in a heap that has
- * carved TP_GROW_HALF_BYTES, half of it touched where what its collapse adds (the untouched
- * part) is at most an eighth of the heap. Carved slots run ahead of what is written: each
- * thread fills a slab of each class at a time, and four threads building records of nine
- * classes in an 8 MiB heap had carved the whole page with 1.45 MiB of it touched. In a heap of
- * 4-6 MiB a group growing up on half a page cost more than it saved: the collapse adds up to
- * 1 MiB and its next huge page is partly used (four threads at a 4 MiB heap: 8.0 -> 13.6 MiB,
- * jemalloc 9.5). */
-static int start_page_filled(const tp_hpage_t *h) {
-  if (h->nused < TP_SLOTS * 3 / 4) return 0;
-  size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
-  if (touched >= (size_t)TP_HPAGE) return 1;
-  size_t adds = (size_t)TP_HPAGE - touched;
-  return adds * 4 <= (size_t)TP_HPAGE ||
-         (_tp_heap_used_bytes >= TP_GROW_HALF_BYTES && touched * 2 >= (size_t)TP_HPAGE && adds * 8 <= _tp_heap_used_bytes);
-}
-
-/* A group that fills a start page while the heap is young holds a structure of 2 MiB and more,
- * which start_kb would keep on 4 KiB pages until the whole heap passes it: a program with a
- * heap of 2-16 MiB whose hot set is larger than the L1 TLB's reach is on 4 KiB pages. Such
- * a group grows up alone: its filled start pages (start_page_filled) are collapsed and its next
- * hpages are huge pages; the rest of the heap still starts small. Its cost is the group's last
- * page, partly used, as for any group past start_kb. Looked at when the group needs a new
- * hpage and when a run is carved on one of its start pages (_tp_heap_start_carve), with at
- * least TP_GROW_MIN_BYTES carved in the heap: a process under it takes no huge page (python3
- * -c pass peaks at 1.2-2.7 MB). The shared group does not grow up: it holds every young
- * site's first blocks, and its pages are partly used. */
-int _tp_heap_group_grows(tp_group_t *g) {
-  if (g->grown) return 1;
-  if (g->id == TP_SHARED_GROUP || g->on_4k || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES)
-    return 0;
-  return grow_up(g);
-}
-/* Collapses group g's filled start pages; it has grown up if there was one. */
-static int grow_up(tp_group_t *g) {
-  int grows = 0;
-  for (unsigned used = TP_SLOTS * 3 / 4; used <= TP_SLOTS; used++)
-    for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
-      if (!h->start || h->source != TP_SRC_4K || !start_page_filled(h)) continue;
-      grows = 1;
-      collapse_start(h);
-    }
-  g->grown = (uint8_t)grows;
-  return grows;
-}
-
 static int group_grown_asks; /* _tp_hpage_get(TP_HPAGE_HUGE): a grown group's page, heap young */
 static int want_source(size_t adding) {
   int src = TP_SRC_HUGETLB, start = 0;
@@ -651,13 +569,9 @@ size_t _tp_heap_retained_bytes(void) {
   return b;
 }
 
-void _tp_heap_start_holes(size_t *holes, size_t *pages) {
-  for (unsigned i = 0; i < nstart_pages; i++) {
-    tp_hpage_t *h = start_pages[i];
-    if (h->state == TP_HP_ACTIVE && h->source == TP_SRC_4K && h->listed == TP_LIST_FILLER &&
-        !_tp_groups[h->owner]->explicit_)
-      *holes -= TP_SLOTS - h->nused, (*pages)--;
-  }
+unsigned _tp_heap_start_pages(tp_hpage_t *const **pages) {
+  *pages = start_pages;
+  return nstart_pages;
 }
 
 /* A run of n hpages whose records are FREE or EMPTY (EMPTY on 4 KiB pages only, when

@@ -8,6 +8,8 @@
 #include "prim.h"
 #include "types.h"
 
+_Static_assert(TP_SPARSE_MAX_HPAGES <= TP_OS_MINCORE_HPAGES, "os.c measures a sparse run with one mincore call");
+
 /* ---- metadata allocator (meta.c): out-of-band, never returns memory ------------------ */
 void *_tp_meta_alloc(size_t size) TP_INTERNAL;  /* zeroed, 64-byte aligned */
 int _tp_meta_holds(uintptr_t a, size_t len) TP_INTERNAL; /* [a, a + len) in a metadata region */
@@ -51,6 +53,10 @@ void _tp_filler_update(tp_filler_t *f, tp_hpage_t *h, unsigned slot, unsigned n,
 
 /* ---- heap: address space, backing, hpage lists (heap.c) ------------------------------ */
 extern tp_lock_t _tp_heap_lock TP_INTERNAL;
+/* The refill clock: the process's refills (thread caches add theirs TP_CLOCK_BATCH at a time).
+ * The heap's logical time: an empty hpage's age (decay), and the lanes' and groups' idle tests
+ * above it. The heap owns it; the cache layer advances it. */
+extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
 void _tp_heap_init(void) TP_INTERNAL;
 /* heap.c: retained empty pool pages (not 1 GiB ones) go back to the pool (heap lock held). */
 void _tp_heap_release_empty_pool(void) TP_INTERNAL;
@@ -114,17 +120,15 @@ int _tp_heap_take_run(uintptr_t a, size_t n, size_t adding, int head, int tail4k
 /* Whether the hpages [end, new_end) after a large run are reserved and unused, so that it can
  * grow over them (never-used ones at the cursor: the cursor moves past them); 1 if so. */
 int _tp_heap_extend_run(uintptr_t end, uintptr_t new_end) TP_INTERNAL;
-/* Past start (the heap's, or its owner's: `grown`), a start page holding data (heap.c) that a
- * slot run for group g is about to be carved on is collapsed into a huge page first, and so is
- * the shared start page g filled while young (its young_hp), if it holds data; heap lock. */
-void _tp_heap_start_carve(tp_hpage_t *h, const tp_group_t *g) TP_INTERNAL;
-/* Whether group g, about to take a new hpage while the heap starts small, has grown: it has
- * filled a start page (3/4 of it touched), which is collapsed then; its hpages are huge pages
- * from then on (heap lock). */
-int _tp_heap_group_grows(tp_group_t *g) TP_INTERNAL;
-/* Takes out of `holes` (free slots) and `pages` the hpages still on 4 KiB start pages, whose
- * free slots cost nothing until touched. */
-void _tp_heap_start_holes(size_t *holes, size_t *pages) TP_INTERNAL;
+/* Start pages (heap.c: the hpages on 4 KiB pages the heap started on), the mechanism the
+ * groups' start-page rules call (runs.c): the list of them (*pages, the count returned);
+ * whether h is one still on 4 KiB pages and carved; collapsing one into a huge page (one the
+ * kernel refuses is tried again at its next carves, a few times); and whether the heap is
+ * past start (start_kb carved, or it has backed past its start pages). Heap lock. */
+unsigned _tp_heap_start_pages(tp_hpage_t *const **pages) TP_INTERNAL;
+int _tp_heap_start_pending(const tp_hpage_t *h) TP_INTERNAL;
+void _tp_heap_collapse_start(tp_hpage_t *h) TP_INTERNAL;
+int _tp_heap_past_start(void) TP_INTERNAL;
 
 typedef struct tp_heap_counters_s {
   size_t pages_by_source[TP_SRC_COUNT]; /* backed hpages now */

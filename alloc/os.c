@@ -29,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "policy.h"
 #include "prim.h"
 #include "types.h"
 
@@ -73,17 +72,52 @@ void *_tp_os_reserve(void *hint, size_t len, size_t align) {
   return (void *)start;
 }
 
-/* The heap's record of addr, for the window flag (NULL outside the heap, as in unit tests
- * that call these functions on memory of their own). */
-static tp_hpage_t *rec(void *addr) { return _tp_hpage_of(addr); }
+int (*_tp_os_page_state)(uintptr_t a);
+
+/* What the heap says of the hpage at a (TP_OS_PAGE_NONE where it has set no query). */
+static int page_state(uintptr_t a) { return _tp_os_page_state ? _tp_os_page_state(a) : TP_OS_PAGE_NONE; }
+
+/* Which hpages are inside a window (claimed or not): a bit per hpage, 64 bytes per GiB, by GiB
+ * as the heap's address map. This layer's own record; the heap's hpage records know nothing of
+ * windows. A GiB's bits are made when a window first covers part of it (under the heap lock,
+ * as every backing call), on 4 KiB pages mapped here, and kept. */
+#define TP_WIN_WORDS ((TP_GIB / TP_HPAGE) / 64)
+static uint64_t *win_map[TP_MAP_ENTRIES];
+static uint64_t *win_free, *win_free_end; /* the rest of the last page mapped for them */
+
+static uint64_t *win_bits(uintptr_t a, int make) {
+  if (TP_UNLIKELY(a >> TP_VA_BITS)) return NULL;
+  uint64_t **w = &win_map[a >> TP_GIB_SHIFT];
+  if (*w != NULL || !make) return *w;
+  if (win_free == win_free_end) {
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    win_free = p, win_free_end = win_free + 4096 / sizeof *win_free;
+  }
+  *w = win_free;
+  win_free += TP_WIN_WORDS;
+  return *w;
+}
+static unsigned win_index(uintptr_t a) { return (unsigned)((a >> TP_HPAGE_SHIFT) & ((TP_GIB / TP_HPAGE) - 1)); }
+/* Whether the hpage at a is inside a window. */
+static int in_window(uintptr_t a) {
+  const uint64_t *w = win_bits(a, 0);
+  return w != NULL && (w[win_index(a) / 64] >> (win_index(a) % 64) & 1);
+}
+/* The hpage at a is in no window now (a GiB with no bits has none). */
+static void window_off(uintptr_t a) {
+  uint64_t *w = win_bits(a, 0);
+  if (w != NULL) w[win_index(a) / 64] &= ~(1ull << (win_index(a) % 64));
+}
+
+void _tp_os_window_forget(void *addr, size_t len) {
+  for (size_t o = 0; o < len; o += TP_HPAGE) window_off((uintptr_t)addr + o);
+}
 
 static void rereserve(void *addr, size_t len) {
   /* A failed MAP_FIXED may have left a hole: put the PROT_NONE reservation back at once. */
   mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-  for (size_t o = 0; o < len; o += TP_HPAGE) {
-    tp_hpage_t *h = rec((char *)addr + o);
-    if (h) h->window = 0;
-  }
+  _tp_os_window_forget(addr, len);
 }
 
 /* ---- hugetlb windows ----------------------------------------------------------------- */
@@ -121,10 +155,7 @@ static int window_file(void) {
 }
 
 /* Reserved, never-backed, not yet in a window: what a window may cover. */
-static int windowable(uintptr_t a) {
-  tp_hpage_t *h = rec((void *)a);
-  return h != NULL && h->state == TP_HP_FREE && h->source == TP_SRC_NONE && !h->window;
-}
+static int windowable(uintptr_t a) { return page_state(a) == TP_OS_PAGE_UNBACKED && !in_window(a); }
 
 /* Maps a window over addr and its windowable neighbours in the same GiB. */
 static int open_window(void *addr) {
@@ -134,6 +165,8 @@ static int open_window(void *addr) {
   while (hi < block + TP_GIB && windowable(hi)) hi += TP_HPAGE;
   int fd = window_file();
   if (fd < 0) return -1;
+  uint64_t *w = win_bits(a, 1);
+  if (w == NULL) return -1;
   void *p = mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd,
                  (off_t)lo);
   if (p != (void *)lo) {
@@ -141,20 +174,20 @@ static int open_window(void *addr) {
     rereserve((void *)lo, hi - lo);
     return -1;
   }
-  for (uintptr_t x = lo; x < hi; x += TP_HPAGE) rec((void *)x)->window = 1;
+  for (uintptr_t x = lo; x < hi; x += TP_HPAGE) w[win_index(x) / 64] |= 1ull << (win_index(x) % 64);
   _tp_os.hugetlb_windows++;
   return 0;
 }
 
 /* A pool page at addr: claimed in a window, or (no windows here) one MAP_HUGETLB mapping. */
 static void *claim_hugetlb(void *addr) {
-  tp_hpage_t *h = rec(addr);
-  if (!windows_off && h != NULL && (h->window || open_window(addr) == 0)) {
+  uintptr_t a = (uintptr_t)addr;
+  if (!windows_off && page_state(a) != TP_OS_PAGE_NONE && (in_window(a) || open_window(addr) == 0)) {
     if (madvise(addr, TP_HPAGE, MADV_POPULATE_WRITE) == 0) return addr;
     if (errno != EINVAL) return MAP_FAILED; /* the pool is short: the window stays for later */
     windows_off = 1;                        /* a kernel before 5.14 */
   }
-  if (h) h->window = 0; /* the per-page mapping replaces this part of any window */
+  window_off(a); /* the per-page mapping replaces this part of any window */
   return mmap(addr, TP_HPAGE, PROT_READ | PROT_WRITE,
               MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
 }
@@ -214,11 +247,10 @@ static int try_source(void *addr, int src) {
   void *p = MAP_FAILED;
   switch (src) {
   case TP_SRC_HUGETLB: {
-    tp_hpage_t *h = rec(addr);
     p = claim_hugetlb(addr);
-    if (p == addr && !(h && h->window)) _tp_os.hugetlb_single++;
+    if (p == addr && !in_window((uintptr_t)addr)) _tp_os.hugetlb_single++;
     if (p == addr) return 0;
-    if (h && h->window) return -1; /* short pool: the window stays, unbacked */
+    if (in_window((uintptr_t)addr)) return -1; /* short pool: the window stays, unbacked */
     break;
   }
   case TP_SRC_THP:
@@ -231,8 +263,7 @@ static int try_source(void *addr, int src) {
     break;
   }
   if (p == addr) {
-    tp_hpage_t *h = rec(addr);
-    if (h) h->window = 0; /* an anonymous mapping over a window splits it */
+    window_off((uintptr_t)addr); /* an anonymous mapping over a window splits it */
     return 0;
   }
   if (p != MAP_FAILED) munmap(p, TP_HPAGE);
@@ -304,7 +335,7 @@ int _tp_os_back_lazy(void *addr, size_t len, int node, size_t pool_held) {
     rereserve(addr, len); /* the fixed mapping replaced what was there, windows too */
     return -1;
   }
-  for (size_t o = 0; o < len; o += TP_HPAGE) rec((char *)addr + o)->window = 0;
+  _tp_os_window_forget(addr, len);
   apply_numa(addr, len, node);
   if (held > _tp_os.pool_peak) _tp_os.pool_peak = held;
   _tp_os.hugetlb_lazy++;
@@ -316,8 +347,7 @@ int _tp_os_back_lazy(void *addr, size_t len, int node, size_t pool_held) {
 void _tp_os_decommit(void *addr, size_t len) {
   for (size_t o = 0; o < len; o += TP_HPAGE) {
     char *a = (char *)addr + o;
-    tp_hpage_t *h = rec(a);
-    if (h != NULL && h->window && madvise(a, TP_HPAGE, MADV_DONTNEED) == 0) continue;
+    if (in_window((uintptr_t)a) && madvise(a, TP_HPAGE, MADV_DONTNEED) == 0) continue;
     rereserve(a, TP_HPAGE);
   }
 }
@@ -416,7 +446,7 @@ static uint64_t now_ms(void) {
 
 /* Bytes of [addr, addr + len) in memory, by mincore (len when it fails: as if all touched). */
 static size_t resident(void *addr, size_t len) {
-  unsigned char v[TP_SPARSE_MAX_HPAGES * TP_HPAGE / 4096]; /* a large run on 4 KiB pages in one call */
+  unsigned char v[TP_OS_MINCORE_HPAGES * TP_HPAGE / 4096]; /* a large run on 4 KiB pages in one call */
   size_t n = 0;
   for (size_t o = 0; o < len; o += sizeof v * 4096) {
     size_t part = len - o < sizeof v * 4096 ? len - o : sizeof v * 4096;

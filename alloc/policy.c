@@ -321,3 +321,25 @@ int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_byte
 #define TP_SHARE_SLAB_PARTIALS 2 /* one slab for each of two threads before they share */
 int _tp_policy_share_slab(unsigned partial_slabs) { return partial_slabs >= TP_SHARE_SLAB_PARTIALS; }
 
+/* Whether a start page holds data worth a huge page, `touched` bytes of it in memory and
+ * `carved` carved: a quarter of it touched (128 TLB entries of 4 KiB for its data, against
+ * one), or an eighth where that is half of what is carved on it (a structure written as it was
+ * carved, not slabs carved whole and barely written). */
+int _tp_policy_start_holds_data(size_t touched, size_t carved) {
+  return touched * 4 >= TP_HPAGE || (touched * 8 >= TP_HPAGE && touched * 2 >= carved);
+}
+
+/* Whether a group filled a start page that has 3/4 of its slots carved (the caller's test),
+ * `touched` bytes of it in memory, in a heap of `heap_used` bytes carved: 3/4 of it touched;
+ * or, in a heap that has carved TP_GROW_HALF_BYTES, half of it touched where what its collapse
+ * adds (the untouched part) is at most an eighth of the heap. Carved slots run ahead of what
+ * is written: each thread fills a slab of each class at a time, so threads building records
+ * of many classes carve a page whole well before they have written it. In a heap under
+ * TP_GROW_HALF_BYTES a group growing up on half a page costs more than it saves: the collapse
+ * adds up to 1 MiB and its next huge page is partly used. */
+int _tp_policy_start_filled(size_t touched, size_t heap_used) {
+  if (touched >= (size_t)TP_HPAGE) return 1;
+  size_t adds = (size_t)TP_HPAGE - touched;
+  return adds * 4 <= (size_t)TP_HPAGE ||
+         (heap_used >= TP_GROW_HALF_BYTES && touched * 2 >= (size_t)TP_HPAGE && adds * 8 <= heap_used);
+}

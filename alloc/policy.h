@@ -40,6 +40,13 @@ int _tp_policy_free_remote_stop(uint32_t flushes) TP_INTERNAL; /* alloc.c, free_
 int _tp_policy_meta_huge(size_t used, int first, size_t total) TP_INTERNAL; /* meta.c: a unit of metadata becomes a huge page */
 
 int _tp_policy_promote_start(unsigned carved, unsigned touched, size_t heap_bytes, size_t added, int shared) TP_INTERNAL;
+/* A group's start pages (runs.c): whether one holds data worth a huge page, and whether the
+ * group filled one; a group grows up alone with TP_GROW_MIN_BYTES carved in the heap, and at
+ * its start pages' carves too once the heap has carved TP_GROW_HALF_BYTES. */
+#define TP_GROW_MIN_BYTES ((size_t)4 << 20)
+#define TP_GROW_HALF_BYTES ((size_t)8 << 20)
+int _tp_policy_start_holds_data(size_t touched, size_t carved) TP_INTERNAL;
+int _tp_policy_start_filled(size_t touched, size_t heap_used) TP_INTERNAL;
 int _tp_policy_borrow_shared(size_t own_avail, unsigned want, size_t shared_avail, size_t shared_slabs,
                              uint32_t nobj) TP_INTERNAL;
 #define TP_KEEP_EMPTY_4K_BYTES ((size_t)64 << 20) /* a lane of the group on 4 KiB pages */

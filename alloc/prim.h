@@ -75,6 +75,22 @@ extern tp_os_info_t _tp_os __attribute__((visibility("hidden")));
 /* The NUMA node of the calling thread (0 when unknown). */
 int _tp_os_current_node(void) __attribute__((visibility("hidden")));
 
+/* What the OS layer asks the heap of the hpage at address a, for its windows (os.c): the heap
+ * sets this query as it makes its first hpage records (heap.c, register_range); unset, every
+ * address answers TP_OS_PAGE_NONE, as one without a record does. TP_OS_PAGE_NONE: no hpage of the heap there (unit tests' own memory: never
+ * in a window); TP_OS_PAGE_UNBACKED: reserved and never backed, what a window may cover;
+ * TP_OS_PAGE_OTHER: any other hpage of the heap. Which hpages are in a window is this layer's
+ * own record. */
+enum { TP_OS_PAGE_NONE = 0, TP_OS_PAGE_UNBACKED, TP_OS_PAGE_OTHER };
+extern int (*_tp_os_page_state)(uintptr_t a) __attribute__((visibility("hidden")));
+/* The hpages of [addr, addr + len) are in no window any more: a mapping of the caller's replaced
+ * that part of it (a fork's copy off the pool, fork.c). */
+void _tp_os_window_forget(void *addr, size_t len) __attribute__((visibility("hidden")));
+
+/* resident() reads up to this many hpages with one mincore call: a large run on 4 KiB pages
+ * (at most TP_SPARSE_MAX_HPAGES hpages, policy.h; heap.h checks it) in one. */
+#define TP_OS_MINCORE_HPAGES 4
+
 /* The heap reaches the OS only through this table (jemalloc's hpa_hooks idea): it starts as
  * the functions above, and unit tests replace entries with fakes that hand out addresses
  * without memory behind them and record the calls, so the heap's bookkeeping can be tested

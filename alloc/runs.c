@@ -2,12 +2,109 @@
  * one hpage (small, medium and arena slabs) or of whole hpages (a large block), carved for a
  * group from the hpages the heap hands out (heap.c, through the hpage layer in heap.h),
  * all under the heap lock. This file decides where a group's slot run goes (its own hpages,
- * the shared ones, an idle group's room or other groups' holes), when a freed large run keeps
- * its pages, and how a run grows in place; heap.c owns the address space, backing and
- * retention of the hpages themselves. */
+ * the shared ones, an idle group's room or other groups' holes), when a group's start pages
+ * become huge pages and when a group grows up while the heap starts small, when a freed large
+ * run keeps its pages, and how a run grows in place; heap.c owns the address space, backing
+ * and retention of the hpages themselves. */
 #include <string.h>
 
 #include "runs.h"
+
+__thread uint8_t _tp_run_side __attribute__((tls_model("initial-exec")));
+
+/* ---- groups on start pages -----------------------------------------------------------
+ * The rule start-small keeps past start (tests/alloc/test_start_small.c): no slot run is carved
+ * on an hpage on 4 KiB pages that holds data (start_page_holds_data: a quarter of it touched,
+ * or an eighth and half of what is carved), but on those of the group kept on them
+ * (_tp_group_4k) and an explicit group's first. Start pages hold what was placed while the
+ * heap (or the group) was young; a run carved on one past start is data placed like any other
+ * past start, often the next part of a structure the program built through it, so a page that
+ * holds data is collapsed first, with the shared start page the group filled while its site
+ * was young. What that makes resident is at most the page's untouched part, no more than a
+ * fresh huge page for the run would; a page with less touched (a few blocks of a site, or
+ * slabs carved and barely written) is left to the heap's budgeted promotion of start pages
+ * (heap.c), as a huge page would hold 2 MiB for it. A page whose collapse the kernel refuses
+ * stays on 4 KiB pages. The decisions are policy.c's; the pages and their collapse, heap.c's. */
+static int start_page_holds_data(const tp_hpage_t *h) {
+  size_t touched = _tp_os_hooks.resident((void *)h->addr, TP_HPAGE);
+  return _tp_policy_start_holds_data(touched, (size_t)h->nused * TP_SLOT);
+}
+
+/* A start page a group filled: 3/4 of it carved, and enough of it touched
+ * (_tp_policy_start_filled). */
+static int start_page_filled(const tp_hpage_t *h) {
+  if (h->nused < TP_SLOTS * 3 / 4) return 0;
+  return _tp_policy_start_filled(_tp_os_hooks.resident((void *)h->addr, TP_HPAGE), _tp_heap_used_bytes);
+}
+
+/* Collapses group g's filled start pages; it has grown up if there was one. */
+static int grow_up(tp_group_t *g) {
+  int grows = 0;
+  for (unsigned used = TP_SLOTS * 3 / 4; used <= TP_SLOTS; used++)
+    for (tp_hpage_t *h = g->filler.bucket[used]; h; h = h->next) {
+      if (!h->start || h->source != TP_SRC_4K || !start_page_filled(h)) continue;
+      grows = 1;
+      _tp_heap_collapse_start(h);
+    }
+  g->grown = (uint8_t)grows;
+  return grows;
+}
+
+/* Whether group g, about to take a new hpage while the heap starts small, has grown (heap
+ * lock). A group that fills a start page while the heap is young holds a structure of 2 MiB
+ * and more, which start_kb would keep on 4 KiB pages until the whole heap passes it: a program
+ * with a heap of 2-16 MiB whose hot set is larger than the L1 TLB's reach is on 4 KiB pages.
+ * Such a group grows up alone: its filled start pages (start_page_filled) are collapsed and its
+ * next hpages are huge pages (tp_group_t.grown); the rest of the heap still starts small. Its
+ * cost is the group's last page, partly used, as for any group past start_kb. Looked at when
+ * the group needs a new hpage and when a run is carved on one of its start pages (start_carve),
+ * with at least TP_GROW_MIN_BYTES carved in the heap: a process under it (a short script's
+ * interpreter) takes no huge page. The shared group does not grow up: it holds every young
+ * site's first blocks, and its pages are partly used. */
+static int group_grows(tp_group_t *g) {
+  if (g->grown) return 1;
+  if (g->id == TP_SHARED_GROUP || g->on_4k || !_tp_heap_starting(TP_SLOT) || _tp_heap_used_bytes < TP_GROW_MIN_BYTES)
+    return 0;
+  return grow_up(g);
+}
+
+/* Past start (the heap's, or its owner's: `grown`), a start page holding data that a slot run
+ * for group g is about to be carved on is collapsed into a huge page first, and so is the
+ * shared start page g filled while young (its young_hp), if it holds data; heap lock. */
+static void start_carve(tp_hpage_t *h, const tp_group_t *g) {
+  tp_group_t *owner = _tp_groups[h->owner];
+  int past = _tp_heap_past_start();
+  /* An explicit group's first hpage has a rule of its own (alloc_slots). */
+  int first = owner->explicit_ && h == owner->young_hp;
+  if (_tp_heap_start_pending(h) && !owner->on_4k && !first && (past || owner->grown) && start_page_holds_data(h))
+    _tp_heap_collapse_start(h);
+  /* Once the heap has carved TP_GROW_HALF_BYTES, a group grows up alone (group_grows) at its
+   * start pages' carves too, not only when it needs a new hpage: a group whose first page was
+   * not filled enough when it took its second, and that needs no third, would keep its data on
+   * 4 KiB pages or not as its threads happened to interleave. */
+  else if (_tp_heap_start_pending(h) && h->owner != TP_SHARED_GROUP && !owner->on_4k && !first && !owner->grown &&
+           _tp_heap_starting(TP_SLOT) && _tp_heap_used_bytes >= TP_GROW_HALF_BYTES)
+    grow_up(owner);
+  /* The group's first slabs, carved on a shared start page while its site was young, are
+   * often the start of what it goes on building: that page is collapsed with it. */
+  tp_hpage_t *y = g->young_hp;
+  if (y && y != h && !g->explicit_ && _tp_heap_start_pending(y) && y->owner == TP_SHARED_GROUP && (past || g->grown) &&
+      start_page_holds_data(y))
+    _tp_heap_collapse_start(y);
+}
+
+/* Takes out of `holes` (free slots) and `pages` the hpages still on 4 KiB start pages of the
+ * groups that lend and borrow (not explicit ones), whose free slots cost nothing until touched. */
+static void start_holes(size_t *holes, size_t *pages) {
+  tp_hpage_t *const *start;
+  unsigned n = _tp_heap_start_pages(&start);
+  for (unsigned i = 0; i < n; i++) {
+    tp_hpage_t *h = start[i];
+    if (h->state == TP_HP_ACTIVE && h->source == TP_SRC_4K && h->listed == TP_LIST_FILLER &&
+        !_tp_groups[h->owner]->explicit_)
+      *holes -= TP_SLOTS - h->nused, (*pages)--;
+  }
+}
 
 /* Idle groups' room for a shared slab (policy.c, _tp_policy_lend): the fullest huge page with
  * a free run of n slots, up to TP_LEND_UPTO slots used, among those of exclusive groups that
@@ -48,7 +145,7 @@ static tp_hpage_t *borrow_holes(const tp_group_t *g, unsigned n, int *slot, tp_g
     tp_group_t *o = _tp_groups[i];
     if (o != NULL && !o->explicit_) holes += o->filler.hpages * TP_SLOTS - o->filler.used, pages += o->filler.hpages;
   }
-  _tp_heap_start_holes(&holes, &pages); /* 4 KiB-backed: their free slots cost nothing */
+  start_holes(&holes, &pages); /* 4 KiB-backed: their free slots cost nothing */
   if (!_tp_policy_fill_holes(holes * TP_SLOT, pages * TP_HPAGE)) return NULL;
   tp_hpage_t *best = NULL;
   int best_slot = -1, s;
@@ -90,7 +187,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
     if (g->on_4k) small = TP_HPAGE_4K_ONLY; /* every one of its hpages (_tp_group_4k) */
     /* Asked first, so that an explicit group whose first page is full grows up as a site group
      * does (its next hpages huge while the heap is young), not only has that page collapsed. */
-    if (!small && _tp_heap_group_grows(owner)) small = TP_HPAGE_HUGE;
+    if (!small && group_grows(owner)) small = TP_HPAGE_HUGE;
     tp_hpage_t *y = g->explicit_ ? g->young_hp : NULL;
     if (y != NULL && (!small || small == TP_HPAGE_HUGE)) {
       g->young_hp = NULL;
@@ -115,13 +212,13 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
    * touched would add resident pages where first fit reuses some. A process with one thread,
    * side 0, marks none and carves first fit. */
   if (step == 1) {
-    tp_slotmask_t other = _tp_tc->side ? ~h->side_mask : h->side_mask;
+    tp_slotmask_t other = _tp_run_side ? ~h->side_mask : h->side_mask;
     if (other & ~h->used_mask & TP_SLOT_RUN(slot, n)) {
       int s = _tp_slots_find_run(h->used_mask | other | (h->source == TP_SRC_4K ? h->fresh_mask : 0), n);
       if (s >= 0) slot = s;
     }
   }
-  if (h->start || (g->young_hp && g->young_hp->start)) _tp_heap_start_carve(h, g);
+  if (h->start || (g->young_hp && g->young_hp->start)) start_carve(h, g);
   tp_slotmask_t bits = TP_SLOT_RUN(slot, n);
   *zeroed = (h->fresh_mask & bits) == bits;
   h->fresh_mask &= ~bits;
@@ -136,7 +233,7 @@ static void *alloc_slots(tp_group_t *g, unsigned n, unsigned step, tp_hpage_t **
 static void free_slots(tp_hpage_t *h, unsigned slot, unsigned n) {
   tp_group_t *owner = _tp_groups[h->owner];
   for (unsigned i = slot; i < slot + n; i++) h->slot_slab[i] = NULL;
-  if (_tp_tc->side)
+  if (_tp_run_side)
     h->side_mask |= TP_SLOT_RUN(slot, n);
   else
     h->side_mask &= ~TP_SLOT_RUN(slot, n);

@@ -25,6 +25,10 @@ tp_slab_t *_tp_run_new_site(tp_group_t *g, int kind, size_t n, size_t align, siz
  * _tp_run_new_site). TP_ROUTE_SLAB while the heap starts small, and outside pool:auto. */
 int _tp_run_site_route(uintptr_t site, size_t size) TP_INTERNAL;
 void _tp_run_publish(tp_slab_t *s) TP_INTERNAL;
+/* The calling thread's side (0 or 1, tp_tcache_t.side): a new slot run prefers the slots its
+ * side gave back last, and a released run marks its slots with it (runs.c). The runs layer's
+ * own: the cache layer sets it as a thread takes its cache record, and back to 0 as it leaves. */
+extern __thread uint8_t _tp_run_side __attribute__((tls_model("initial-exec"))) TP_INTERNAL;
 void _tp_run_release(tp_slab_t *s) TP_INTERNAL;
 /* A medium or large block's usable bytes: a large one's hpages (may exceed 32 bits: size 0),
  * else its slots (a medium block in an hpage of its own on 4 KiB pages keeps them). */
@@ -42,9 +46,11 @@ int _tp_run_grow(tp_slab_t *s, size_t n) TP_INTERNAL;
  * into out[] (as tcache entries, the ones taken last first: a cache popping from the top
  * hands them out in the order taken); a slow-start refill (`slow`) takes just `want`, except
  * whole words of another thread's slab. `room` is at most 64 (TP_FILL_MAX). */
-/* The blocks are tagged with `tag` (the bin they go to), except the entries with bit 0. */
-unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow,
-                      const void *tag) TP_INTERNAL;
+/* The blocks are tagged with `tag` (the bin they go to), except the entries with bit 0. `tc`
+ * is the calling thread's cache: its side picks the lane, and the slabs it fills from become
+ * its own (tp_slab_t.filler). */
+unsigned _tp_bin_fill(const struct tp_tcache_s *tc, tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
+                      unsigned room, int slow, const void *tag) TP_INTERNAL;
 /* Returns objects to their slabs, their live bytes to 0; one that is already available (in a
  * cache twice, both copies tagged) is reported as a double free. All belong to group g, class
  * c. The tags of blocks from a thread cache are checked before (_tp_tbin_flush). */
@@ -66,8 +72,9 @@ void _tp_bin_sweep(struct tp_tcache_s *tc) TP_INTERNAL;
  * Out of band, and enough to tell a double free from an invalid one. */
 #define TP_ARENA_FREED 0x80
 void *_tp_arena_alloc(tp_group_t *g, size_t size, int zero, size_t *usable) TP_INTERNAL;
-/* Frees p from arena run s; returns its usable size. Aborts on an invalid or double free. */
-size_t _tp_arena_free(tp_slab_t *s, void *p) TP_INTERNAL;
+/* Frees p from arena run s of group g (s->group's record); returns its usable size. Aborts on
+ * an invalid or double free. */
+size_t _tp_arena_free(tp_group_t *g, tp_slab_t *s, void *p) TP_INTERNAL;
 size_t _tp_arena_usable(const tp_slab_t *s, const void *p) TP_INTERNAL;
 #define TP_ARENA_META (sizeof(tp_slab_t) + TP_ARENA_GRANULES)
 

@@ -169,15 +169,16 @@ static void empty_add(tp_group_t *g, tp_lane_t *l, unsigned c, int d) {
  * (one whose thread exited, or, while o is idle, another thread's that it would share), if o
  * can be locked at once: the slab moves to l, the lane of its new filler. Both locks are held
  * only here, and the second only by a trylock: lanes never wait on each other. */
-static tp_slab_t *take_from_other(tp_group_t *g, tp_lane_t *l, tp_lane_t *o, unsigned side, int whole, int *shared) {
+static tp_slab_t *take_from_other(const tp_tcache_t *tc, tp_group_t *g, tp_lane_t *l, tp_lane_t *o, unsigned side, int whole,
+                                  int *shared) {
   if (!(atomic_load_explicit(&g->lanes_used, memory_order_relaxed) & (1u << (side ^ 1))) ||
       __atomic_load_n(&o->slabs, __ATOMIC_RELAXED) == 0 || !_tp_trylock(&o->lock))
     return NULL;
   /* Another live thread's slab only while that lane is idle: a lane its threads fill from keeps
-   * its partial slabs for them (two threads bursting at one site took 2140 of each other's slabs
-   * in 4 M blocks, and every flush of the blocks left in them crossed lanes). */
+   * its partial slabs for them, or threads bursting at one site take each other's slabs and
+   * every flush of the blocks left in them crosses lanes. */
   int idle = atomic_load_explicit(&_tp_refill_clock, memory_order_relaxed) - o->last_fill > TP_IDLE_REFILLS;
-  tp_slab_t *s = o->partial ? pick_partial(o, _tp_tc, whole, idle, shared) : NULL;
+  tp_slab_t *s = o->partial ? pick_partial(o, tc, whole, idle, shared) : NULL;
   if (s != NULL) {
     partial_unlink(o, s);
     if (s->navail == s->nobj) empty_add(g, o, s->cls, -1), empty_add(g, l, s->cls, 1);
@@ -190,9 +191,9 @@ static tp_slab_t *take_from_other(tp_group_t *g, tp_lane_t *l, tp_lane_t *o, uns
   return s;
 }
 
-unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room, int slow,
-                      const void *tag) {
-  unsigned side = _tp_tc->side;
+unsigned _tp_bin_fill(const tp_tcache_t *tc, tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want, unsigned room,
+                      int slow, const void *tag) {
+  unsigned side = tc->side;
   tp_lane_t *l = &g->lanes[side][c];
   fill_take_t take[TP_FILL_MAX];
   unsigned n = 0, nt = 0;
@@ -208,8 +209,8 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
   while (n < want) {
     shared = 0;
     int kept = 0; /* s is an empty slab the lane kept */
-    tp_slab_t *s = l->partial ? pick_partial(l, _tp_tc, whole, 1, &shared) : NULL;
-    if (s == NULL) s = take_from_other(g, l, &g->lanes[side ^ 1][c], side, whole, &shared);
+    tp_slab_t *s = l->partial ? pick_partial(l, tc, whole, 1, &shared) : NULL;
+    if (s == NULL) s = take_from_other(tc, g, l, &g->lanes[side ^ 1][c], side, whole, &shared);
     if (s == NULL) {
       s = slab_new(g, c);
       if (s == NULL) break;
@@ -221,8 +222,8 @@ unsigned _tp_bin_fill(tp_group_t *g, unsigned c, tp_entry_t *out, unsigned want,
     } else {
       kept = s->navail == s->nobj;
     }
-    if (__atomic_load_n(&s->filler, __ATOMIC_RELAXED) != _tp_tc) /* a line every free reads */
-      __atomic_store_n(&s->filler, _tp_tc, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&s->filler, __ATOMIC_RELAXED) != tc) /* a line every free reads */
+      __atomic_store_n(&s->filler, tc, __ATOMIC_RELAXED);
     /* Whole bitmap words while there is room: a word's objects share a line of live bytes,
      * and one thread taking all of them keeps other threads off that line. A slow-start refill
      * takes just what it wants, except from another thread's slab. */

@@ -59,7 +59,7 @@ static const char *pool_name(void) {
 
 /* Data on 4 KiB pages: the hpages on 4 KiB pages that hold blocks the program has (handed out,
  * not in a thread cache), the bytes of those blocks, and of those hpages the ones held by the
- * groups start-small leaves on 4 KiB pages only while young (heap.c, _tp_heap_start_carve):
+ * groups start-small leaves on 4 KiB pages only while young (runs.c, start_carve):
  * neither the sparse buffers' group nor an explicit group, nor a large run put there by its
  * site. Heap lock held. */
 static void live_4k_page(tp_hpage_t *h, void *arg) {

@@ -112,6 +112,7 @@ static tp_tcache_t *tcache_init(void) {
   tc->side = (uint8_t)(nstarted++ & 1);
   _tp_unlock(&tc_lock);
   _tp_tc = tc;
+  _tp_run_side = tc->side;
   if (tc_key_ok) pthread_setspecific(tc_key, tc);
   if (tc->mode == TP_GROUP_THREAD) tc->thread_group = (uint16_t)_tp_thread_group();
   tc->owns_thread_group = tc->mode == TP_GROUP_THREAD && tc->thread_group != TP_SHARED_GROUP;
@@ -382,6 +383,7 @@ static void tcache_exit(void *arg) {
   _tp_stats_out_flush();
   if (tc->owns_thread_group) _tp_thread_group_release(tc->thread_group);
   _tp_tc = &exited_cache;
+  _tp_run_side = 0;
   _tp_lock(&tc_lock);
   add_counters(tc, &dead_nmalloc, &dead_nfree, &dead_bytes, &dead_live_bytes, 1);
   TP_LIST_UNLINK(&all_list, tc, next_all, prev_all);
@@ -462,7 +464,7 @@ unsigned _tp_tcache_refill(tp_tcache_t *tc, tp_tbin_t *b, unsigned g, unsigned c
    * otherwise share lines across threads; just what is wanted for the larger ones; a
    * bin's first blocks a few at a time (policy.c). */
   int slow = _tp_policy_slow_start(b->nalloc, _tp_classes[c].size, &want);
-  unsigned n = _tp_bin_fill(_tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow, b);
+  unsigned n = _tp_bin_fill(_tp_tc, _tp_groups[g], c, b->lo, want, cap >= 64 ? cap : want, slow, b);
   if (n == 0) return 0; /* the batch comes highest address first: popped in order */
   b->top = b->lo + n;
   b->low = b->lo; /* it ran empty: nothing to trim */
@@ -473,5 +475,5 @@ unsigned _tp_tcache_refill(tp_tcache_t *tc, tp_tbin_t *b, unsigned g, unsigned c
 
 unsigned _tp_tcache_take_one(unsigned g, unsigned c, tp_entry_t *out) {
   /* no bin: the block is tagged with the empty one's address */
-  return _tp_bin_fill(_tp_groups[g], c, out, 1, 1, 0, &_tp_tbin_empty);
+  return _tp_bin_fill(_tp_tc, _tp_groups[g], c, out, 1, 1, 0, &_tp_tbin_empty);
 }

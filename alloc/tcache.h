@@ -6,6 +6,10 @@
 
 #include "group.h"
 
+/* The calling thread's cache record (tcache.c). Layers below get what they need of it as
+ * arguments (_tp_bin_fill, _tp_bin_sweep) or through their own state (_tp_run_side). */
+extern __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) TP_INTERNAL;
+
 /* A freed block onto bin b, which has room: tagged with b's address, then pushed (the free
  * hit does the same in two steps, the tag before it knows whether the block stays). */
 static inline void _tp_tbin_push(tp_tbin_t *b, tp_entry_t e) {

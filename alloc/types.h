@@ -97,7 +97,6 @@ struct tp_hpage_s {
   uint8_t node;
   uint8_t listed;        /* which list holds it (TP_LIST_*) */
   uint8_t start;         /* on 4 KiB pages because the heap was small (promoted once it grows) */
-  uint8_t window;        /* os.c: inside a hugetlb-file mapping (a window), claimed or not */
   uint8_t tail4k;        /* the last hpage of a large run that uses little of it, on 4 KiB
                           * pages (_tp_policy_large_tail_4k): given back when emptied */
   uint8_t lazy;          /* on the pool, reserved, faulted in as touched (_tp_os_back_lazy) */
@@ -191,7 +190,7 @@ struct tp_group_s {
   uint8_t exclusive;     /* owns its hpages (else slabs come from the shared hpages) */
   uint8_t on_4k;         /* its hpages are on 4 KiB pages, never collapsed (_tp_group_4k) */
   uint8_t grown;         /* it filled a start page while the heap was young: its hpages are huge
-                          * pages from then on, as past start_kb (heap.c, _tp_heap_group_grows) */
+                          * pages from then on, as past start_kb (runs.c, group_grows) */
   uint8_t ordered;       /* an arena: small blocks in allocation order (arena.c) */
   _Atomic uint8_t idle;  /* group:thread: its thread has exited and no new one took it yet */
   /* Bit i: lane i has filled. A lane never used is never read (its lines stay cold and, in a
@@ -245,9 +244,9 @@ static inline size_t _tp_bin_total(const tp_group_t *g, unsigned c, int slabs) {
     if (used & (1u << i)) n += __atomic_load_n(slabs ? &g->lanes[i][c].slabs : &g->lanes[i][c].navail, __ATOMIC_RELAXED);
   return n;
 }
-extern _Atomic uint64_t _tp_refill_clock TP_INTERNAL;
-/* Each thread adds its refills to the clock TP_CLOCK_BATCH at a time: threads refilling side by
- * side do not write its line at every refill (the clock is read to within a few batches). */
+/* Each thread adds its refills to the refill clock (heap.h) TP_CLOCK_BATCH at a time: threads
+ * refilling side by side do not write its line at every refill (the clock is read to within a
+ * few batches). */
 #define TP_CLOCK_BATCH 8
 #define TP_ADOPT_VOTES 4
 extern tp_group_t _tp_shared_group TP_INTERNAL;
@@ -399,8 +398,5 @@ typedef struct tp_tcache_s {
 /* The word of a small block that holds its tag. */
 static inline uintptr_t *_tp_tag_word(const void *p) { return (uintptr_t *)p + 1; }
 
-/* The calling thread's cache record (tcache.c): its `side` picks the lane and the slots a
- * refill or a new run prefers (slab.c, runs.c). */
-extern __thread tp_tcache_t *_tp_tc __attribute__((tls_model("initial-exec"))) TP_INTERNAL;
 
 #endif

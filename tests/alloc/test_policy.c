@@ -209,6 +209,25 @@ Test(policy, sparse_start_pages_collapsed_add_at_most_an_eighth_of_the_heap) {
   cr_assert_not(_tp_policy_promote_start(H / 8, H / 8, heap, heap / 8, 0), "pages of 7/8 room already added");
 }
 
+Test(policy, a_start_page_holds_data_from_a_quarter_touched_or_an_eighth_that_is_half_of_what_is_carved) {
+  const size_t H = TP_HPAGE;
+  cr_assert(_tp_policy_start_holds_data(H / 4, H), "a quarter touched, whatever is carved");
+  cr_assert_not(_tp_policy_start_holds_data(H / 4 - 1, H), "under a quarter, carved whole");
+  cr_assert(_tp_policy_start_holds_data(H / 8, H / 4), "an eighth, half of what is carved");
+  cr_assert_not(_tp_policy_start_holds_data(H / 8, H / 4 + 1), "an eighth, under half of what is carved");
+  cr_assert_not(_tp_policy_start_holds_data(H / 8 - 1, 0), "under an eighth, nothing carved");
+}
+
+Test(policy, a_group_filled_its_start_page_at_3_4_touched_or_half_within_an_eighth_of_a_large_enough_heap) {
+  const size_t H = TP_HPAGE;
+  cr_assert(_tp_policy_start_filled(H, 0), "all of it touched");
+  cr_assert(_tp_policy_start_filled(3 * H / 4, 0), "3/4 touched, in any heap");
+  cr_assert_not(_tp_policy_start_filled(3 * H / 4 - 1, TP_GROW_HALF_BYTES - 1), "under 3/4, the heap under the half bound");
+  cr_assert(_tp_policy_start_filled(H / 2, TP_GROW_HALF_BYTES), "half touched, its 1 MiB collapse an eighth of 8 MiB");
+  cr_assert_not(_tp_policy_start_filled(H / 2 - 1, (size_t)1 << 30), "under half touched, however large the heap");
+  cr_assert_not(_tp_policy_start_filled(H / 2, TP_GROW_HALF_BYTES - 1), "half touched, a heap under the half bound");
+}
+
 Test(policy, a_thread_shares_another_threads_slab_only_once_the_bin_has_2_partial_slabs) {
   cr_assert_not(_tp_policy_share_slab(0));
   cr_assert_not(_tp_policy_share_slab(1), "one partial slab of another thread: carve one's own");

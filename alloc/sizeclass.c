@@ -25,7 +25,8 @@ static unsigned shortest_slab(uint32_t size, unsigned most, unsigned div) {
  * KiB held a third more in its caches (one thread keeping 20 000 blocks of 8 B-16 KiB: 1.2-1.3
  * MB with four classes per power of two, 1.7-1.8 MB with eight, 1.2-1.3 MB at 128 KiB). */
 static uint32_t kilobyte_bin_bytes(uint32_t size) {
-  return size > 4096 && size <= 32768 ? 128u << 10 : 256u << 10;
+  int fine = size > (1u << TP_CLASS_FINE_LO) && size <= (1u << TP_CLASS_FINE_HI);
+  return fine ? 128u << 10 : 256u << 10;
 }
 
 void _tp_classes_init(void) {

@@ -267,6 +267,12 @@ void tb_write_fork(FILE *f, const tb_cell_t *cells, size_t n) {
 static double run_rate(const tb_cell_t *c, int r) {
   return c->cpu_rate[r] > 0 ? c->cpu_rate[r] : tb_ratio(1e9, c->ns[r]);
 }
+/* The median of a cell's run throughputs (NaN with no run). */
+static double median_rate(const tb_cell_t *c) {
+  double v[TB_MAX_RUNS];
+  for (int r = 0; r < c->nruns; r++) v[r] = run_rate(c, r);
+  return c->nruns ? tb_median(v, (size_t)c->nruns) : NAN;
+}
 
 void tb_write_runs(FILE *f, const tb_cell_t *cells, size_t n, const char *workloads) {
   int any = 0;
@@ -280,19 +286,14 @@ void tb_write_runs(FILE *f, const tb_cell_t *cells, size_t n, const char *worklo
     const tb_cell_t *c = &cells[i];
     if (c->nruns == 0 || !tb_csv_has(workloads, c->w->name)) continue;
     const tb_cell_t *je = tb_peer(cells, n, c, "jemalloc");
-    double rate[TB_MAX_RUNS], je_rate[TB_MAX_RUNS];
+    double rate[TB_MAX_RUNS];
     int cpu = 0;
     for (int r = 0; r < c->nruns; r++) rate[r] = run_rate(c, r), cpu |= c->cpu_rate[r] > 0;
-    for (int r = 0; je && r < je->nruns; r++) je_rate[r] = run_rate(je, r);
-    double med = tb_median(rate, (size_t)c->nruns);
-    double je_med = je && je->nruns ? tb_median(je_rate, (size_t)je->nruns) : NAN;
+    double med = median_rate(c), je_med = je ? median_rate(je) : NAN;
     /* one scale per workload, from its largest median: "10.68" M memory ops, "213.4" k queries */
     double top = 0;
     for (size_t j = 0; j < n; j++) {
-      if (cells[j].w != c->w || cells[j].nruns == 0) continue;
-      double v[TB_MAX_RUNS];
-      for (int r = 0; r < cells[j].nruns; r++) v[r] = run_rate(&cells[j], r);
-      double m = tb_median(v, (size_t)cells[j].nruns);
+      double m = cells[j].w == c->w && cells[j].nruns ? median_rate(&cells[j]) : 0;
       if (m > top) top = m;
     }
     double scale = top >= 1e6 ? 1e6 : top >= 1e4 ? 1e3 : 1;

@@ -353,7 +353,7 @@ Test(tcache, kilobyte_bins_keep_as_much_per_power_of_two_in_fine_and_coarse_clas
   for (unsigned c = 0; c < TP_NCLASSES; c++) {
     const tp_class_t *k = &_tp_classes[c];
     if (k->size <= 1024 || k->tcache_cap == 0) continue;
-    unsigned per = k->size > 4096 && k->size <= 32768 ? 8 : 4;
+    unsigned per = k->size > (1u << TP_CLASS_FINE_LO) && k->size <= (1u << TP_CLASS_FINE_HI) ? 8 : 4;
     size_t bytes = (size_t)k->tcache_limit * k->size * per;
     if (k->tcache_limit > k->tcache_cap && k->tcache_limit < 64)
       cr_assert(bytes + (size_t)k->size * per > (size_t)(1u << 20) && bytes <= (size_t)(1u << 20), "class %u (%u B): %u blocks a bin, %zu KiB a power of two",

@@ -365,6 +365,21 @@ typedef struct {
   size_t failed;
 } move_t;
 
+/* The records of [a, a + n hpages) after their move: THP now. */
+static void moved(uintptr_t a, size_t n) {
+  _tp_os_window_forget((void *)a, n * TP_HPAGE); /* the copy took this part of the window's mapping */
+  for (size_t i = 0; i < n; i++) {
+    tp_hpage_t *x = _tp_hpage_of((void *)(a + i * TP_HPAGE));
+    _tp_heap_ctr.pages_by_source[x->source]--;
+    _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
+    x->source = TP_SRC_THP;
+    x->lazy = 0;
+  }
+  _tp_heap_ctr.fork_unshared += n;
+}
+
+/* The guarded moves (some thread did not stop): one page at a time, each read-only while it
+ * is copied. */
 static void move_off_pool(tp_hpage_t *h, void *arg) {
   move_t *m = arg;
   if (!is_hugetlb(h)) return;
@@ -375,15 +390,209 @@ static void move_off_pool(tp_hpage_t *h, void *arg) {
     m->failed++;
     return;
   }
-  _tp_os_window_forget((void *)h->addr, n * TP_HPAGE); /* the copy took this part of the window's mapping */
-  for (size_t i = 0; i < n; i++) {
-    tp_hpage_t *x = _tp_hpage_of((void *)(h->addr + i * TP_HPAGE));
-    _tp_heap_ctr.pages_by_source[x->source]--;
-    _tp_heap_ctr.pages_by_source[TP_SRC_THP]++;
-    x->source = TP_SRC_THP;
-    x->lazy = 0;
+  moved(h->addr, n);
+}
+
+/* ---- the unguarded moves, their copies made on every CPU the process may use -------------
+ * With nothing else writing to the heap (no other thread, or all of them stopped), the pool
+ * pages are moved in batches: one anonymous area is mapped for a batch's copies, the copies
+ * are backed and made 2 MiB at a time by the forking thread and up to TP_COPY_HELPERS helper
+ * threads (one fewer than the CPUs the process may run on), and each copy is then moved over
+ * its page with mremap by the forking thread. Backing the copies is most of a fork's time
+ * (the kernel zeroes each huge page, and a VM's host backs memory the guest touches for the
+ * first time); the helpers split it and the copying between CPUs. A helper is a bare thread
+ * (clone), not a pthread: pthread_create may call malloc, whose locks the fork handlers hold.
+ * It runs only copy_items (memcpy and madvise; all its signals blocked, as the forking
+ * thread's are while it moves pages) and exits; the forking thread waits for it on its thread
+ * ID, which the kernel clears at its exit. */
+#define TP_COPY_HELPERS 3
+#define TP_COPY_HELPER_STACK (64u << 10)
+#define TP_MOVE_BATCH (64u << 20) /* the copies mapped at once (a 1 GiB page is one batch) */
+
+typedef struct {
+  uintptr_t a;        /* the range moved: a pool hpage, or a whole 1 GiB page */
+  size_t len;
+  char *copy;         /* its copy, in the batch's area */
+  _Atomic int failed; /* a part of the copy could not be backed: the range stays */
+} move_job_t;
+
+typedef struct {
+  char *src, *dst;
+  move_job_t *job;
+} copy_item_t; /* 2 MiB of a job */
+
+typedef struct {
+  copy_item_t *item;
+  size_t n;
+  _Atomic size_t next; /* the next item to take */
+} copy_work_t;
+
+/* madvise, its error returned (-errno) instead of set: a helper thread shares errno's storage. */
+static long raw_madvise(void *a, size_t len, int advice) {
+#if defined(__x86_64__)
+  long r;
+  __asm__ volatile("syscall" : "=a"(r) : "0"((long)SYS_madvise), "D"(a), "S"(len), "d"((long)advice) : "rcx", "r11", "memory");
+  return r;
+#else
+  return madvise(a, len, advice) == 0 ? 0 : -errno;
+#endif
+}
+
+/* Backs and makes copies until none is left. Only madvise and memcpy: a helper shares the
+ * forking thread's thread-local data (errno's storage too, which raw_madvise leaves alone). */
+static void copy_items(copy_work_t *w) {
+  for (;;) {
+    size_t i = atomic_fetch_add(&w->next, 1);
+    if (i >= w->n) return;
+    copy_item_t *c = &w->item[i];
+    if (atomic_load(&c->job->failed)) continue;
+    /* EINVAL: a kernel without MADV_POPULATE_WRITE (5.14); the copy then faults it in. */
+    long r = raw_madvise(c->dst, TP_HPAGE, MADV_POPULATE_WRITE);
+    if (r != 0 && r != -EINVAL) {
+      atomic_store(&c->job->failed, 1);
+      continue;
+    }
+    memcpy(c->dst, c->src, TP_HPAGE);
   }
-  _tp_heap_ctr.fork_unshared += n;
+}
+
+static int copy_helper(void *arg) {
+  copy_items(arg);
+  return 0; /* glibc's clone ends the thread (exit, not exit_group) */
+}
+
+/* Helper threads for n items: one fewer than the CPUs this process may run on, at most
+ * TP_COPY_HELPERS, and none for fewer than 4 items. */
+static int copy_helpers_for(size_t n) {
+  cpu_set_t cpus;
+  if (n < 4 || sched_getaffinity(0, sizeof cpus, &cpus) != 0) return 0;
+  size_t h = (size_t)CPU_COUNT(&cpus);
+  h = h > 1 ? h - 1 : 0;
+  if (h > TP_COPY_HELPERS) h = TP_COPY_HELPERS;
+  if (h > n / 2) h = n / 2;
+  return (int)h;
+}
+
+static void *thread_pointer(void) {
+#if defined(__x86_64__)
+  void *tp;
+  __asm__("mov %%fs:0, %0" : "=r"(tp)); /* the TCB's first word points at itself */
+  return tp;
+#else
+  return __builtin_thread_pointer();
+#endif
+}
+
+static void copy_all(copy_work_t *w) {
+  struct {
+    char *stack;
+    _Atomic int tid; /* set by the kernel at clone, cleared at the helper's exit */
+  } h[TP_COPY_HELPERS];
+  int want = copy_helpers_for(w->n), started = 0;
+  for (int i = 0; i < want; i++) {
+    char *st = mmap(NULL, TP_COPY_HELPER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (st == MAP_FAILED) break;
+    atomic_store(&h[started].tid, 0);
+    /* glibc's own flags for a thread (a seccomp filter that lets pthreads be made lets this
+     * one be), its thread pointer the forking thread's. */
+    int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+                CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+    if (clone(copy_helper, st + TP_COPY_HELPER_STACK, flags, w, (int *)&h[started].tid, thread_pointer(),
+              (int *)&h[started].tid) == -1) {
+      munmap(st, TP_COPY_HELPER_STACK);
+      break; /* the forking thread makes the copies itself */
+    }
+    h[started++].stack = st;
+  }
+  copy_items(w);
+  for (int i = 0; i < started; i++) {
+    int t;
+    /* The kernel's wake at a thread's exit is a shared futex's: no FUTEX_PRIVATE_FLAG. */
+    while ((t = atomic_load(&h[i].tid)) != 0) {
+      struct timespec ts = {0, 10000000};
+      syscall(SYS_futex, (int *)&h[i].tid, FUTEX_WAIT, t, &ts, NULL, 0);
+    }
+    munmap(h[i].stack, TP_COPY_HELPER_STACK);
+  }
+  _tp_heap_ctr.fork_copy_helpers += (uint64_t)started;
+}
+
+/* Moves a batch of jobs (lazy pages never touched excepted: the caller replaced those). */
+static void move_batch(move_job_t *job, size_t nj, copy_item_t *item, size_t *failed) {
+  size_t total = 0;
+  for (size_t i = 0; i < nj; i++) total += job[i].len;
+  char *base = mmap(NULL, total + TP_HPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    for (size_t i = 0; i < nj; i++) /* one at a time, each with an area of its own */
+      if (move_range((void *)job[i].a, job[i].len, 0, 0) != 0) (*failed)++;
+      else moved(job[i].a, job[i].len / TP_HPAGE);
+    return;
+  }
+  char *al = (char *)(((uintptr_t)base + TP_HPAGE - 1) & ~(uintptr_t)(TP_HPAGE - 1));
+  madvise(al, total, MADV_HUGEPAGE);
+  /* In the heap's order: the copies of neighbouring pages lie side by side and, moved, join one
+   * mapping. */
+  copy_work_t w = {item, 0, 0};
+  char *at = al;
+  for (size_t i = 0; i < nj; i++) {
+    job[i].copy = at;
+    atomic_store(&job[i].failed, 0);
+    for (size_t o = 0; o < job[i].len; o += TP_HPAGE)
+      item[w.n++] = (copy_item_t){(char *)job[i].a + o, at + o, &job[i]};
+    at += job[i].len;
+  }
+  copy_all(&w);
+  for (size_t i = 0; i < nj; i++) {
+    if (atomic_load(&job[i].failed)) {
+      (*failed)++;
+      continue;
+    }
+    if (mremap(job[i].copy, job[i].len, job[i].len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)job[i].a) != (void *)job[i].a)
+      _tp_fatal("fork: could not move hugetlb page %p onto anonymous memory", (void *)job[i].a);
+    moved(job[i].a, job[i].len / TP_HPAGE);
+  }
+  munmap(base, total + TP_HPAGE); /* what was not moved out of it: the alignment, failed copies */
+}
+
+typedef struct {
+  move_job_t *job;
+  size_t n;
+  size_t failed;
+} jobs_t;
+
+/* Lists the pool pages to copy; a lazy page not touched yet is replaced here (no copy). */
+static void list_job(tp_hpage_t *h, void *arg) {
+  jobs_t *js = arg;
+  if (!is_hugetlb(h)) return;
+  size_t n = h->source == TP_SRC_1G ? TP_GIB / TP_HPAGE : 1;
+  if (n > 1 && (h->addr & (TP_GIB - 1)) != 0) return;
+  if (h->lazy && !touched((void *)h->addr, n * TP_HPAGE)) {
+    if (move_range((void *)h->addr, n * TP_HPAGE, 1, 0) != 0) js->failed++;
+    else moved(h->addr, n);
+    return;
+  }
+  js->job[js->n++] = (move_job_t){h->addr, n * TP_HPAGE, NULL, 0};
+}
+
+/* The unguarded moves of the `held` pool hpages: 0, or -1 when no memory was left to list them
+ * (the caller moves them one at a time). */
+static int move_all(size_t held, size_t *failed) {
+  size_t bytes = held * (sizeof(move_job_t) + sizeof(copy_item_t));
+  void *scratch = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (scratch == MAP_FAILED) return -1;
+  jobs_t js = {scratch, 0, 0};
+  copy_item_t *item = (copy_item_t *)((char *)scratch + held * sizeof(move_job_t));
+  _tp_heap_foreach(list_job, &js);
+  for (size_t i = 0; i < js.n;) {
+    size_t k = i, total = 0;
+    do total += js.job[k++].len;
+    while (k < js.n && total + js.job[k].len <= TP_MOVE_BATCH);
+    move_batch(js.job + i, k - i, item, &js.failed);
+    i = k;
+  }
+  *failed += js.failed;
+  munmap(scratch, bytes);
+  return 0;
 }
 
 static void count_hugetlb(tp_hpage_t *h, void *arg) { *(size_t *)arg += is_hugetlb(h); }
@@ -412,7 +621,9 @@ void _tp_heap_prefork(void) {
   if (stopped != 0) _tp_heap_ctr.forks_guarded++;
   if (m.guard && segv_handler_in_front() != 0)
     _tp_message("fork: no SIGSEGV handler for moving pool pages: %s", strerror(errno));
-  _tp_heap_foreach(move_off_pool, &m);
+  int err = errno;
+  if (m.guard || move_all(held, &m.failed) != 0) _tp_heap_foreach(move_off_pool, &m);
+  errno = err;
   if (others) resume_others();
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (m.failed) {

@@ -138,6 +138,7 @@ typedef struct tp_heap_counters_s {
   size_t fork_unshared;   /* pool pages moved onto anonymous memory before a fork (fork.c) */
   size_t forks_unshared;  /* forks before which the heap held pool pages, and moved them */
   size_t fork_unshare_failed; /* pool pages a fork could not move (no memory for the copy) */
+  size_t fork_copy_helpers; /* helper threads that made a fork's copies beside the forking one */
   size_t forks_guarded;   /* forks whose moves ran with some other thread not stopped (fork.c) */
   size_t fork_stop_timeouts; /* stops in which a thread did not answer in TP_STOP_WAIT_MS */
   size_t fork_recollapsed;   /* THP hpages split by copy-on-write, collapsed once unshared */

@@ -7,6 +7,7 @@
 #include "policy.h"
 #include "prim.h"
 #include "types.h"
+#include <time.h>
 
 _Static_assert(TP_SPARSE_MAX_HPAGES <= TP_OS_MINCORE_HPAGES, "os.c measures a sparse run with one mincore call");
 
@@ -68,9 +69,17 @@ void _tp_heap_postfork(int child) TP_INTERNAL;
  * Front keeps it out of the masks a program blocks and the sets it waits for. */
 int _tp_fork_stop_signal(void) TP_INTERNAL;
 /* After a fork, the parent's THP hpages that copy-on-write split are collapsed again once no
- * child shares them (fork.c): slow paths call _tp_heap_after_fork while this is set. */
+ * child shares them (recollapse.c): slow paths call _tp_heap_after_fork while this is set.
+ * _tp_heap_cow_note lists them, from the fork handler (heap lock held). */
 extern _Atomic int _tp_fork_cow_pending TP_INTERNAL;
 void _tp_heap_after_fork_slow(void) TP_INTERNAL;
+void _tp_heap_cow_note(int child) TP_INTERNAL;
+/* Milliseconds of CLOCK_MONOTONIC (fork.c's stop deadline, recollapse.c's ticks). */
+static inline double _tp_mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 void _tp_heap_after_fork_parent(void) TP_INTERNAL; /* init.c: once every lock is let go */
 static inline void _tp_heap_after_fork(void) {
   if (__builtin_expect(atomic_load_explicit(&_tp_fork_cow_pending, memory_order_relaxed), 0)) _tp_heap_after_fork_slow();
